@@ -1,0 +1,96 @@
+"""The template contract: a parameterized TileLang kernel builder plus its PyTorch reference.
+
+A template separates the *problem* (shapes, dtype, masking: what is computed)
+from the *tile* (block sizes: how it is cut into tiles), because pt-tvm's
+inter-EU search chooses the tile while the user fixes the problem.
+Templates carry no schedule: the pipelined loop is a plain
+``T.Pipelined(n, num_stages=num_stages)``; pt-tvm writes the schedule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+__all__ = ["Template", "TemplateError"]
+
+
+class TemplateError(ValueError):
+    """An unknown template, or a parameter a template does not take or accept."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """One kernel family.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``pt-tvm graph NAME``).
+    builder : Callable[..., PrimFunc]
+        ``builder(**problem, **tile, num_stages=n)`` returns the TileLang PrimFunc.
+    reference : Callable[..., torch.Tensor]
+        ``reference(*inputs, **problem)``: the float32 PyTorch result.
+    problem : Mapping[str, Any]
+        Default problem parameters (shapes, dtype name, flags).
+    tile : Mapping[str, Any]
+        Default tile parameters (block sizes, threads).
+    tile_space : Mapping[str, tuple]
+        Candidate values per tile parameter, for the inter-EU search.
+    make_inputs : Callable
+        ``make_inputs(problem, device, generator)`` -> tuple of random input tensors.
+    flops : Callable[[Mapping[str, Any]], float]
+        Useful floating-point operations of one call (for TFLOP/s).
+    out_idx : tuple[int, ...]
+        Indices of the PrimFunc parameters that are outputs (``tilelang.compile(out_idx=...)``).
+    check : Callable
+        ``check(problem, tile)`` raises TemplateError when the combination is invalid.
+    """
+
+    name: str
+    builder: Callable[..., Any]
+    reference: Callable[..., Any]
+    problem: Mapping[str, Any]
+    tile: Mapping[str, Any]
+    tile_space: Mapping[str, tuple]
+    make_inputs: Callable[..., tuple]
+    flops: Callable[[Mapping[str, Any]], float]
+    out_idx: tuple[int, ...]
+    check: Callable[[Mapping[str, Any], Mapping[str, Any]], None] = field(default=lambda p, t: None)
+    doc: str = ""
+
+    def resolve(self, **overrides: Any) -> tuple[dict, dict]:
+        """Split ``overrides`` into (problem, tile) dicts over the defaults; unknown keys raise."""
+        problem, tile = dict(self.problem), dict(self.tile)
+        for key, value in overrides.items():
+            if key in problem:
+                problem[key] = _coerce(self.name, key, problem[key], value)
+            elif key in tile:
+                tile[key] = _coerce(self.name, key, tile[key], value)
+            else:
+                known = ", ".join(sorted([*problem, *tile]))
+                raise TemplateError(f"template {self.name!r} has no parameter {key!r} (known: {known})")
+        self.check(problem, tile)
+        return problem, tile
+
+    def build(self, num_stages: int = 2, **overrides: Any):
+        """The PrimFunc for these parameters, with TileLang's default pipelining depth."""
+        problem, tile = self.resolve(**overrides)
+        return self.builder(**problem, **tile, num_stages=num_stages)
+
+
+def _coerce(template: str, key: str, default: Any, value: Any) -> Any:
+    """Parse CLI strings into the type of the default value."""
+    if not isinstance(value, str) or isinstance(default, str):
+        return value
+    try:
+        if isinstance(default, bool):
+            if value.lower() in ("1", "true", "yes"):
+                return True
+            if value.lower() in ("0", "false", "no"):
+                return False
+            raise ValueError(value)
+        return type(default)(value)
+    except ValueError:
+        raise TemplateError(
+            f"template {template!r}: parameter {key!r} expects {type(default).__name__}, got {value!r}"
+        ) from None
