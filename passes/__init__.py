@@ -1,0 +1,5 @@
+"""pt-tvm's TIR passes: sTask-graph extraction and plan emission, usable in a tvm.transform.Sequential."""
+from .extract import GRAPH_ATTR, ExtractSTaskGraph, extract_stask_graph, graph_of
+from .ir import ExtractionError
+
+__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "GRAPH_ATTR", "ExtractionError"]

@@ -1,0 +1,392 @@
+"""ExtractSTaskGraph: read a TileLang PrimFunc's tile ops into an sTask-graph.
+
+Works on the tile-op IR as written (before layout inference): the body of the
+``tilelang_root`` block is a sequence of tile-op calls (``tl.tileop.copy``,
+``gemm``, ``fill``, ``reduce``, ...), ``T.Parallel`` nests, and one pipelined
+loop (a serial loop annotated by ``T.Pipelined``). Each top-level statement of
+the block and of the loop body becomes an sTask; dependences come from the
+buffers each statement reads and writes (see :mod:`pt_tvm.passes.deps`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from tilelang import tvm
+from tvm import tirx
+
+from pt_tvm import hw
+from pt_tvm.graph import Access, BufferInfo, LoopInfo, OpKind, Placement, STask, STaskGraph
+from pt_tvm.hw import SEUKind
+
+from .deps import dependences
+from .ir import (
+    LOOP_ID,
+    PIPELINE_KEYS,
+    ExtractionError,
+    annotation_str,
+    find_root_block,
+    is_pipelined,
+    launch_info,
+    op_name,
+    stask_ids,
+    top_level,
+)
+
+__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "ExtractionError", "GRAPH_ATTR"]
+
+GRAPH_ATTR = "pt.stask_graph"  # PrimFunc attribute holding the graph as JSON
+_MATH_CALLS = {"tirx.exp2": 1, "tirx.exp": 1, "tirx.log": 1, "tirx.log2": 1, "tirx.sqrt": 1,
+               "tirx.rsqrt": 1, "tirx.tanh": 1, "tirx.sigmoid": 1, "tirx.sin": 1, "tirx.cos": 1,
+               "tirx.pow": 1, "tirx.erf": 1}
+_ARITH = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Div, tirx.FloorDiv, tirx.FloorMod, tirx.Max, tirx.Min,
+          tirx.Select)
+_COPY_OPS = {"tl.tileop.copy", "tl.tileop.async_copy", "tl.tileop.tma_copy", "tl.tileop.transpose"}
+_GEMM_OPS = {"tl.tileop.gemm", "tl.tileop.wgmma_gemm"}
+_REDUCE_OPS = {"tl.tileop.reduce", "tl.tileop.cumsum", "tl.tileop.cummax"}
+_ATOMIC_OPS = {"tl.tileop.atomicadd", "tl.tileop.atomicmax", "tl.tileop.atomicmin"}
+
+
+def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
+    """The sTask-graph of a TileLang PrimFunc for ``target`` (TVM Target, dict or chip name).
+
+    Raises
+    ------
+    ExtractionError
+        The function is not a TileLang kernel, has no (or more than one) pipelined
+        loop, or uses a tile op pt-tvm does not model.
+    """
+    if not isinstance(func, tirx.PrimFunc):
+        raise ExtractionError(f"expected a tirx.PrimFunc, got {type(func).__name__}")
+    vdev = hw.for_target(_current_target() if target is None else target)
+    name = str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main"
+    block = find_root_block(func, name)
+    grid, threads = launch_info(func, block)
+    buffers = _buffers(func, block)
+    stmts = top_level(block.body)
+    loops = [i for i, s in enumerate(stmts) if is_pipelined(s)]
+    if not loops:
+        raise ExtractionError(
+            f"PrimFunc {name!r} has no pipelined loop: pt-tvm schedules the loop written with "
+            f"T.Pipelined(...) (a serial loop annotated with one of {', '.join(PIPELINE_KEYS)})")
+    if len(loops) > 1:
+        raise ExtractionError(f"PrimFunc {name!r} has {len(loops)} pipelined loops; pt-tvm schedules exactly one")
+    loop = stmts[loops[0]]
+    body = top_level(loop.body)
+    pro, epi = stmts[:loops[0]], stmts[loops[0] + 1:]
+    ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
+    block_vars = {name: name for name in grid}
+
+    def make(stmts_: Sequence[tirx.Stmt], placement: Placement, offset: int) -> list[STask]:
+        return [_stask(s, ids[offset + i], placement, i, buffers, vdev, block_vars, name)
+                for i, s in enumerate(stmts_)]
+
+    stasks = [*make(pro, Placement.PROLOGUE, 0), *make(body, Placement.LOOP, len(pro)),
+              *make(epi, Placement.EPILOGUE, len(pro) + len(body))]
+    loop_info = LoopInfo(
+        id=annotation_str(loop.annotations.get("tl.ws_op_id")) or LOOP_ID,
+        var=loop.loop_var.name,
+        extent=str(loop.extent),
+        trip_count=_mean_trip_count(loop.extent, grid, func),
+        annotations={k: str(v) for k, v in loop.annotations.items()},
+    )
+    return STaskGraph(name=name, target=vdev.name, stasks=tuple(stasks), edges=dependences(stasks, buffers),
+                      buffers=buffers, loop=loop_info, grid={k: v[1] for k, v in grid.items()}, threads=threads)
+
+
+def ExtractSTaskGraph(target: Any = None, sink: Callable[[STaskGraph], None] | None = None) -> tvm.transform.Pass:
+    """An analysis pass: attaches each PrimFunc's sTask-graph (JSON) as attribute ``pt.stask_graph``.
+
+    Parameters
+    ----------
+    target : Target, dict or str, optional
+        The target to map sTasks onto; defaults to the current ``with Target``.
+    sink : callable, optional
+        Called with each extracted :class:`STaskGraph` (e.g. ``graphs.append``).
+    """
+
+    def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
+        graph = extract_stask_graph(func, target)
+        if sink is not None:
+            sink(graph)
+        return func.with_attr(GRAPH_ATTR, graph.to_json(indent=None))
+
+    return tirx.transform.prim_func_pass(transform, opt_level=0, name="pt.ExtractSTaskGraph")
+
+
+def graph_of(func: tirx.PrimFunc) -> STaskGraph | None:
+    """The graph an earlier ExtractSTaskGraph attached to ``func``, if any."""
+    if func.attrs is None or GRAPH_ATTR not in func.attrs:
+        return None
+    return STaskGraph.from_json(str(func.attrs[GRAPH_ATTR]))
+
+
+# ---------------------------------------------------------------- helpers
+def _current_target() -> Any:
+    target = tvm.target.Target.current(allow_none=True)
+    if target is None:
+        raise ExtractionError("no target: pass target=... or call inside `with tvm.target.Target(...)`")
+    return target
+
+
+def _scope(buf: tirx.Buffer) -> str:
+    s = buf.scope()
+    if s.startswith("shared"):
+        return "shared"
+    if s == "local.fragment":
+        return "fragment"
+    if s.startswith("local"):
+        return "local"
+    return "global"
+
+
+def _ints(values: Sequence[Any]) -> tuple[int | None, ...]:
+    return tuple(int(v) if isinstance(v, tirx.IntImm) else None for v in values)
+
+
+def _buffers(func: tirx.PrimFunc, block: tirx.SBlock) -> dict[str, BufferInfo]:
+    bufs = {}
+    for b in [*func.buffer_map.values(), *block.alloc_buffers]:
+        bufs[b.name] = BufferInfo(name=b.name, shape=_ints(b.shape), dtype=str(b.dtype), scope=_scope(b))
+    return bufs
+
+
+def _kind_of(stmt: tirx.Stmt, fname: str) -> str:
+    """Short kind name used for sTask ids (copy, gemm, fill, reduce, par, ...)."""
+    stmt = _unwrap(stmt)
+    if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call):
+        op = op_name(stmt.value)
+        return op.rsplit(".", 1)[-1] if op.startswith("tl.tileop.") else "call"
+    if isinstance(stmt, tirx.For):
+        return "par" if stmt.kind == tirx.ForKind.PARALLEL else "loop"
+    return "stmt"
+
+
+def _unwrap(stmt: tirx.Stmt) -> tirx.Stmt:
+    while isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == "tl.ws_op_id":
+        stmt = stmt.body
+    return stmt
+
+
+def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: dict[str, str]):
+    """A tile-op operand -> (Access, access mask), or None for scalar arguments."""
+    if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
+        load, mask = arg.args[0], int(arg.args[1])
+        exts = _ints(arg.args[2:])
+        # tl.region lists one extent per buffer dim (unit dims included)
+        return _access(load.buffer, list(load.indices), exts, buffers, block_vars), mask
+    if isinstance(arg, tirx.BufferRegion):
+        return _access(arg.buffer, [r.min for r in arg.region], _ints([r.extent for r in arg.region]),
+                       buffers, block_vars), 3
+    if isinstance(arg, tirx.BufferLoad):
+        return _access(arg.buffer, list(arg.indices), (1,) * len(arg.indices), buffers, block_vars), 1
+    return None
+
+
+def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, BufferInfo],
+            block_vars: dict[str, str]) -> Access:
+    used = set()
+    for m in mins:
+        tirx.stmt_functor.post_order_visit(
+            m, lambda n: used.add(block_vars[n.name]) if isinstance(n, tirx.Var) and n.name in block_vars else None)
+    return Access(buffer=buf.name, scope=buffers[buf.name].scope if buf.name in buffers else _scope(buf),
+                  offsets=tuple(str(m) for m in mins), extents=tuple(exts), block_vars=tuple(sorted(used)))
+
+
+def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
+           vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
+    inner = _unwrap(stmt)
+    if isinstance(inner, tirx.Evaluate) and isinstance(inner.value, tirx.Call) \
+            and op_name(inner.value).startswith("tl.tileop."):
+        return _tile_op(inner.value, sid, placement, index, buffers, vdev, block_vars, fname)
+    if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
+        return _scalar_nest(inner, sid, placement, index, buffers, vdev, block_vars, fname)
+    raise ExtractionError(f"PrimFunc {fname!r}: unsupported statement {type(inner).__name__} "
+                          f"in the {placement.value}: {str(inner)[:200]}")
+
+
+def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
+             vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
+    op = op_name(call)
+    regions = [r for r in (_region(a, buffers, block_vars) for a in call.args) if r is not None]
+    reads = [a for a, m in regions if m & 1]
+    writes = [a for a, m in regions if m & 2]
+    scalars = [a for a in call.args if _region(a, buffers, block_vars) is None]
+    attrs: dict[str, str] = {"tileop": op}
+    flops = sfu = nbytes = 0.0
+    if op in _COPY_OPS:
+        kind = OpKind.COPY
+        src, dst = regions[0][0], regions[1][0]
+        tile = _nonunit(dst.extents)
+        elems = src.elements() or 0
+        nbytes = float(elems * _elem_bytes(src, buffers))
+        seu = _copy_seu(src, dst, vdev)
+        if seu == SEUKind.CUDA_CORE:
+            flops = float(elems)  # a register-to-register cast
+        dtype = buffers[src.buffer].dtype
+    elif op in _GEMM_OPS:
+        kind = OpKind.GEMM
+        a, b, c = (r for r, _ in regions[:3])
+        trans_a, trans_b = bool(scalars[0]), bool(scalars[1])
+        m, n, k = (int(x) for x in scalars[2:5])
+        tile = (m, n, k)
+        flops = 2.0 * m * n * k
+        nbytes = float(sum((r.elements() or 0) * _elem_bytes(r, buffers) for r in (a, b) if r.scope == "shared"))
+        attrs.update(trans_a=str(trans_a), trans_b=str(trans_b), a_scope=a.scope)
+        if len(scalars) > 6 and not bool(scalars[6]):  # clear_accum=False: C is accumulated
+            reads = _with(reads, c)
+        seu = SEUKind.TENSOR_CORE
+        dtype = buffers[a.buffer].dtype
+    elif op == "tl.tileop.fill":
+        kind = OpKind.FILL
+        dst = regions[0][0]
+        tile = _nonunit(dst.extents)
+        flops = float(dst.elements() or 0)
+        seu = SEUKind.CUDA_CORE
+        dtype = buffers[dst.buffer].dtype
+    elif op in _REDUCE_OPS:
+        kind = OpKind.REDUCE
+        src, dst = regions[0][0], regions[1][0]
+        tile = _nonunit(src.extents)
+        flops = float(src.elements() or 0)
+        reduce_type = next((str(s.value) for s in scalars if isinstance(s, tirx.StringImm)), op.rsplit(".", 1)[-1])
+        clear = next((bool(s) for s in scalars if isinstance(s, tirx.IntImm) and s.dtype == "bool"), True)
+        attrs.update(reduce=reduce_type, clear=str(clear))
+        if not clear:  # accumulates into dst: the old value is read
+            reads = _with(reads, dst)
+        seu = SEUKind.CUDA_CORE
+        dtype = buffers[src.buffer].dtype
+    elif op in _ATOMIC_OPS:
+        kind = OpKind.ATOMIC
+        dst = writes[0] if writes else regions[-1][0]
+        tile = _nonunit(dst.extents)
+        reads = _with(reads, dst)
+        flops = float(dst.elements() or 0)
+        nbytes = float((dst.elements() or 0) * _elem_bytes(dst, buffers))
+        seu = SEUKind.LSU
+        dtype = buffers[dst.buffer].dtype
+    else:
+        raise ExtractionError(f"PrimFunc {fname!r}: tile op {op!r} is not supported by pt-tvm's extractor "
+                              f"(supported: copy, gemm, fill, reduce, cumsum, cummax, atomic add/max/min)")
+    if not vdev.eu.has(seu):
+        seu = SEUKind.CUDA_CORE if seu == SEUKind.SFU else SEUKind.LSU
+    label = f"{kind.value} {', '.join(a.buffer for a in reads)} -> {', '.join(a.buffer for a in writes)}"
+    return STask(id=sid, op=kind, placement=placement, index=index, label=label, tile_shape=tile,
+                 reads=tuple(reads), writes=tuple(writes), flops=flops, sfu_ops=sfu, bytes=nbytes, seu=seu,
+                 dtype=dtype, attrs=attrs)
+
+
+def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
+                 vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
+    """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts."""
+    extents, body = [], stmt
+    while isinstance(body, tirx.For):
+        extents.append(int(body.extent) if isinstance(body.extent, tirx.IntImm) else None)
+        body = body.body
+    loop_vars = _loop_vars(stmt)
+    reads, writes, ops, sfu, nested = {}, {}, [0], [0], []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.BufferStore):
+            writes.setdefault(n.buffer.name, n)
+        elif isinstance(n, tirx.BufferLoad):
+            reads.setdefault(n.buffer.name, n)
+        elif isinstance(n, _ARITH):
+            ops[0] += 1
+        elif isinstance(n, tirx.Call):
+            name = op_name(n)
+            if name in _MATH_CALLS:
+                sfu[0] += _MATH_CALLS[name]
+            elif name.startswith("tl.tileop."):
+                nested.append(name)
+            elif name == "tirx.if_then_else":
+                ops[0] += 1
+
+    tirx.stmt_functor.post_order_visit(body, visit)
+    if nested:
+        raise ExtractionError(f"PrimFunc {fname!r}: tile op {nested[0]!r} nested inside a "
+                              f"{type(stmt).__name__} in the {placement.value} is not supported; "
+                              f"write tile ops at the top level of the kernel or of the pipelined loop")
+    trips = math.prod(e for e in extents if e is not None) if extents else 1
+
+    def acc(node: Any) -> Access:
+        buf = node.buffer
+        full = tuple(buffers[buf.name].shape) if buf.name in buffers else _ints(buf.shape)
+        return _access(buf, [tirx.IntImm("int32", 0)] * len(full), full, buffers, block_vars)
+
+    kill = {name: _covers(store, loop_vars, extents, buffers) for name, store in writes.items()}
+    acc_reads = tuple(acc(n) for n in reads.values())
+    acc_writes = tuple(acc(n) for n in writes.values())
+    seu = SEUKind.SFU if sfu[0] and vdev.eu.has(SEUKind.SFU) else SEUKind.CUDA_CORE
+    label = (f"elementwise {', '.join(reads)} -> {', '.join(writes)}"
+             + (f" ({sfu[0]} transcendental/elem)" if sfu[0] else ""))
+    return STask(id=sid, op=OpKind.ELEMENTWISE, placement=placement, index=index, label=label,
+                 tile_shape=tuple(e for e in extents if e is not None), reads=acc_reads, writes=acc_writes,
+                 flops=float(ops[0] * trips), sfu_ops=float(sfu[0] * trips), bytes=0.0, seu=seu,
+                 dtype=str(next(iter(writes.values())).buffer.dtype) if writes else "",
+                 attrs={"full_writes": ",".join(sorted(k for k, v in kill.items() if v))})
+
+
+def _loop_vars(stmt: tirx.Stmt) -> list[tirx.Var]:
+    out = []
+    while isinstance(stmt, tirx.For):
+        out.append(stmt.loop_var)
+        stmt = stmt.body
+    return out
+
+
+def _covers(store: tirx.BufferStore, loop_vars: list, extents: list, buffers: dict[str, BufferInfo]) -> bool:
+    """Whether a nest's store writes every element of its buffer (indices are the loop vars, extents match)."""
+    info = buffers.get(store.buffer.name)
+    if info is None or info.scope == "global":
+        return False
+    idx = list(store.indices)
+    if len(idx) != len(info.shape) or not all(isinstance(i, tirx.Var) for i in idx):
+        return False
+    pos = {v.name: e for v, e in zip(loop_vars, extents)}
+    return all(i.name in pos and pos[i.name] == s for i, s in zip(idx, info.shape)) and \
+        len({i.name for i in idx}) == len(idx)
+
+
+def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice) -> SEUKind:
+    if src.scope == "fragment" and dst.scope == "fragment":
+        return SEUKind.CUDA_CORE
+    if {src.scope, dst.scope} == {"global", "shared"} and vdev.eu.has(SEUKind.TMA):
+        return SEUKind.TMA
+    return SEUKind.LSU
+
+
+def _elem_bytes(a: Access, buffers: dict[str, BufferInfo]) -> int:
+    from pt_tvm.graph import dtype_bytes
+
+    return dtype_bytes(buffers[a.buffer].dtype) if a.buffer in buffers else 4
+
+
+def _nonunit(exts: tuple) -> tuple[int, ...]:
+    out = tuple(e for e in exts if e is not None and e != 1)
+    return out or (1,)
+
+
+def _with(accesses: list[Access], a: Access) -> list[Access]:
+    return accesses if any(x.buffer == a.buffer for x in accesses) else [*accesses, a]
+
+
+def _mean_trip_count(extent: Any, grid: dict, func: tirx.PrimFunc) -> float:
+    """The loop's trip count; averaged over the launch index when it depends on one (causal masks)."""
+    if isinstance(extent, tirx.IntImm):
+        return float(extent.value)
+    analyzer = tvm.arith.Analyzer()
+    free = []
+    tirx.stmt_functor.post_order_visit(extent, lambda n: free.append(n) if isinstance(n, tirx.Var) else None)
+    by_var = {var.name: (var, ext) for _, (var, ext) in grid.items()}
+    names = {v.name for v in free}
+    if len(names) == 1 and next(iter(names)) in by_var and by_var[next(iter(names))][1]:
+        var, ext = by_var[next(iter(names))]
+        vals = [analyzer.simplify(tirx.stmt_functor.substitute(extent, {var: tirx.IntImm(var.dtype, i)}))
+                for i in range(ext)]
+        if all(isinstance(v, tirx.IntImm) for v in vals):
+            return sum(v.value for v in vals) / len(vals)
+    bound = analyzer.const_int_bound(extent)
+    if bound.max_value < (1 << 30):
+        return float(bound.max_value)
+    raise ExtractionError(f"cannot bound the pipelined loop's trip count {extent}")

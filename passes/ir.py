@@ -1,0 +1,115 @@
+"""Small readers of TileLang's tile-op IR shared by pt-tvm's passes."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from tvm import tirx
+
+__all__ = [
+    "ExtractionError",
+    "WS_OP_ID",
+    "LOOP_ID",
+    "PIPELINE_KEYS",
+    "find_root_block",
+    "launch_info",
+    "top_level",
+    "is_pipelined",
+    "op_name",
+    "annotation_str",
+    "stask_ids",
+]
+
+WS_OP_ID = "tl.ws_op_id"
+LOOP_ID = "loop"
+PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage")
+
+
+class ExtractionError(ValueError):
+    """The PrimFunc is not something pt-tvm can read into an sTask-graph."""
+
+
+def op_name(call: tirx.Call) -> str:
+    return call.op.name if hasattr(call.op, "name") else str(call.op)
+
+
+def annotation_str(value: Any) -> str:
+    """Annotation values arrive as ffi String (loops) or StringImm (call annotations)."""
+    if value is None:
+        return ""
+    return value.value if isinstance(value, tirx.StringImm) else str(value)
+
+
+def find_root_block(func: tirx.PrimFunc, fname: str = "main") -> tirx.SBlock:
+    """The ``tilelang_root`` block that ``T.Kernel`` creates."""
+    found = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: found.append(n) if isinstance(n, tirx.SBlock) and n.name_hint == "tilelang_root" else None)
+    if not found:
+        raise ExtractionError(f"PrimFunc {fname!r} is not a TileLang kernel: no `with T.Kernel(...)` block "
+                              f"(tilelang_root) found")
+    return found[0]
+
+
+def launch_info(func: tirx.PrimFunc, block: tirx.SBlock) -> tuple[dict, int]:
+    """({block var name: (var, extent or None)} in blockIdx order, threads per block)."""
+    grid = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.For) and n.thread_binding is not None:
+            tag = n.thread_binding.thread_tag
+            if tag.startswith("blockIdx."):
+                ext = int(n.extent) if isinstance(n.extent, tirx.IntImm) else None
+                grid[tag] = (n.loop_var, ext)
+
+    tirx.stmt_functor.post_order_visit(func.body, visit)
+    ordered = {grid[t][0].name: grid[t] for t in sorted(grid)}
+    threads = 128
+    launch = block.annotations.get("tl.launch_threads") if block.annotations else None
+    if launch is not None:
+        threads = 1
+        for t in launch:
+            threads *= int(t)
+    return ordered, threads
+
+
+def top_level(stmt: tirx.Stmt) -> list[tirx.Stmt]:
+    """The statements of a body in program order, looking through SeqStmt and nested blocks."""
+    if isinstance(stmt, tirx.SeqStmt):
+        return [s for child in stmt.seq for s in top_level(child)]
+    if isinstance(stmt, tirx.SBlockRealize):
+        return top_level(stmt.block.body)
+    return [stmt]
+
+
+def is_pipelined(stmt: tirx.Stmt) -> bool:
+    while isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID:
+        stmt = stmt.body
+    return (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.SERIAL
+            and any(k in stmt.annotations for k in PIPELINE_KEYS))
+
+
+def _own_id(stmt: tirx.Stmt) -> str:
+    if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID:
+        return annotation_str(stmt.value)
+    if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call) and stmt.value.annotations:
+        return annotation_str(stmt.value.annotations.get(WS_OP_ID))
+    if isinstance(stmt, tirx.For):
+        return annotation_str(stmt.annotations.get(WS_OP_ID))
+    return ""
+
+
+def stask_ids(stmts: Sequence[tirx.Stmt], kinds: Sequence[str]) -> list[str]:
+    """Stable ids: an existing ``tl.ws_op_id``, else ``<kind>_<n>`` numbered in program order."""
+    counters: dict[str, int] = {}
+    out = []
+    for stmt, kind in zip(stmts, kinds):
+        own = _own_id(stmt)
+        if own:
+            out.append(own)
+            continue
+        n = counters.get(kind, 0)
+        counters[kind] = n + 1
+        out.append(f"{kind}_{n}")
+    if len(set(out)) != len(out) or LOOP_ID in out:
+        raise ExtractionError(f"duplicate tile-op ids {out}: ws_op_id annotations must be unique and not {LOOP_ID!r}")
+    return out

@@ -1,0 +1,176 @@
+"""FlashAttention forward template (BSHD layout, online softmax, optional causal mask and GQA).
+
+One block computes ``block_M`` query rows of one head: ``Q`` is staged in
+shared memory once, then a plain ``T.Pipelined`` loop over key blocks copies
+``K``, computes the scores, updates the running max/sum with ``exp2`` (the
+softmax scale is folded with ``log2(e)``), rescales the output accumulator,
+copies ``V`` and accumulates ``P @ V``.
+"""
+# No ``from __future__ import annotations``: T.prim_func evaluates the
+# parameter annotations against the builder's locals (shapes, dtype).
+import math
+from typing import Any, Mapping
+
+import tilelang.language as T
+import torch
+
+from .base import Template, TemplateError
+
+__all__ = ["FLASH_ATTENTION"]
+
+_DTYPES = ("float16", "bfloat16")
+_DIMS = (64, 128, 256)
+_ACCUM = "float32"
+_LOG2E = 1.44269504
+
+
+def build_flash_attention(
+    batch: int, heads: int, kv_heads: int, seq_len: int, dim: int, causal: bool, dtype: str,
+    block_M: int, block_N: int, threads: int, num_stages: int,
+):
+    """``O = softmax(Q K^T / sqrt(dim)) V`` per head; query head ``h`` reads key/value head
+    ``h // (heads // kv_heads)``."""
+    scale = _LOG2E / math.sqrt(dim)
+    groups = heads // kv_heads
+    q_shape = (batch, seq_len, heads, dim)
+    kv_shape = (batch, seq_len, kv_heads, dim)
+    n_blocks = T.ceildiv(seq_len, block_N)
+
+    @T.prim_func
+    def flash_attention(
+        Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+        O: T.Tensor(q_shape, dtype),
+    ):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared((block_M, dim), dtype)
+            K_shared = T.alloc_shared((block_N, dim), dtype)
+            V_shared = T.alloc_shared((block_N, dim), dtype)
+            O_shared = T.alloc_shared((block_M, dim), dtype)
+            acc_s = T.alloc_fragment((block_M, block_N), _ACCUM)
+            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
+            acc_o = T.alloc_fragment((block_M, dim), _ACCUM)
+            scores_max = T.alloc_fragment((block_M,), _ACCUM)
+            scores_max_prev = T.alloc_fragment((block_M,), _ACCUM)
+            scores_scale = T.alloc_fragment((block_M,), _ACCUM)
+            scores_sum = T.alloc_fragment((block_M,), _ACCUM)
+            logsum = T.alloc_fragment((block_M,), _ACCUM)
+
+            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(_ACCUM))
+            loop_range = T.min(n_blocks, T.ceildiv((bx + 1) * block_M, block_N)) if causal else n_blocks
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, by // groups, :], K_shared)
+                if causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(
+                            bx * block_M + i >= k * block_N + j, 0, -T.infinity(_ACCUM)
+                        )
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(k * block_N + j >= seq_len, -T.infinity(_ACCUM), 0)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(_ACCUM))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, by // groups, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O_shared)
+            T.copy(O_shared, O[bz, bx * block_M:(bx + 1) * block_M, by, :])
+
+    return flash_attention
+
+
+def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """Reject unsupported head dims and dtypes, bad GQA ratios, and blocks that do not divide seq_len."""
+    params = {**problem, **tile}
+    for key in ("batch", "heads", "kv_heads", "seq_len", "block_M", "block_N", "threads"):
+        if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] <= 0:
+            raise TemplateError(f"flash_attention: parameter {key!r} must be a positive int, got {params[key]!r}")
+    if problem["dim"] not in _DIMS:
+        raise TemplateError(f"flash_attention: parameter 'dim' must be one of {_DIMS}, got {problem['dim']!r}")
+    if problem["dtype"] not in _DTYPES:
+        raise TemplateError(f"flash_attention: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
+    if not isinstance(problem["causal"], bool):
+        raise TemplateError(f"flash_attention: parameter 'causal' must be a bool, got {problem['causal']!r}")
+    if problem["heads"] % problem["kv_heads"]:
+        raise TemplateError(
+            f"flash_attention: parameter 'kv_heads'={problem['kv_heads']} must divide heads={problem['heads']}"
+        )
+    if tile["threads"] % 32:
+        raise TemplateError(f"flash_attention: parameter 'threads' must be a multiple of 32, got {tile['threads']}")
+    for block in ("block_M", "block_N"):
+        if problem["seq_len"] % tile[block]:
+            raise TemplateError(
+                f"flash_attention: parameter {block!r}={tile[block]} must divide seq_len={problem['seq_len']}"
+            )
+
+
+def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """Standard-normal ``Q[B,S,H,D]``, ``K`` and ``V`` ``[B,S,Hkv,D]``: scores then have unit
+    variance after the ``1/sqrt(D)`` scale, well inside fp16/bf16 range."""
+    B, S, D = problem["batch"], problem["seq_len"], problem["dim"]
+    dtype = getattr(torch, problem["dtype"])
+    where = generator.device if generator is not None else device
+
+    def randn(heads: int) -> torch.Tensor:
+        return torch.randn((B, S, heads, D), generator=generator, device=where).to(device=device, dtype=dtype)
+
+    return randn(problem["heads"]), randn(problem["kv_heads"]), randn(problem["kv_heads"])
+
+
+def _reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """Float32 attention ``[B,S,H,D]``, one batch entry at a time to bound the ``H*S*S`` scores."""
+    groups = Q.shape[2] // K.shape[2]
+    S = Q.shape[1]
+    mask = torch.ones(S, S, dtype=torch.bool, device=Q.device).triu(1) if problem.get("causal") else None
+    out = torch.empty(Q.shape, dtype=torch.float32, device=Q.device)
+    for b in range(Q.shape[0]):
+        q = Q[b].float().transpose(0, 1)                                    # [H, S, D]
+        k = K[b].float().transpose(0, 1).repeat_interleave(groups, dim=0)   # [H, S, D]
+        v = V[b].float().transpose(0, 1).repeat_interleave(groups, dim=0)
+        scores = (q @ k.transpose(1, 2)) / math.sqrt(Q.shape[3])
+        if mask is not None:
+            scores.masked_fill_(mask, float("-inf"))
+        out[b] = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1)
+    return out
+
+
+def _flops(problem: Mapping[str, Any]) -> float:
+    """Two GEMMs of ``2*S*S*D`` per head; half of them for a causal mask."""
+    p = problem
+    full = 4.0 * p["batch"] * p["heads"] * p["seq_len"] * p["seq_len"] * p["dim"]
+    return full / 2 if p["causal"] else full
+
+
+FLASH_ATTENTION = Template(
+    name="flash_attention",
+    builder=build_flash_attention,
+    reference=_reference,
+    problem={
+        "batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "dim": 128,
+        "causal": False, "dtype": "float16",
+    },
+    tile={"block_M": 128, "block_N": 128, "threads": 256},
+    tile_space={"block_M": (64, 128), "block_N": (64, 128), "threads": (128, 256)},
+    make_inputs=_make_inputs,
+    flops=_flops,
+    out_idx=(3,),
+    check=_check,
+    doc="Attention forward, BSHD: O = softmax(Q K^T / sqrt(D)) V, optional causal mask and GQA.",
+)

@@ -1,0 +1,179 @@
+"""GEMM and GEMM + row sum (PipeThreader's MatMul+Sum) templates.
+
+Both kernels share one main loop (:func:`_gemm_mainloop`): a tile of ``A`` and
+one of ``B`` are copied to shared memory and multiplied into an fp32 fragment
+inside a plain ``T.Pipelined`` loop over ``K``; they differ only in what they
+do with the accumulator afterwards.
+"""
+# No ``from __future__ import annotations``: T.prim_func evaluates the
+# parameter annotations against the builder's locals (shapes, dtype).
+from typing import Any, Mapping
+
+import tilelang.language as T
+import torch
+
+from .base import Template, TemplateError
+
+__all__ = ["GEMM", "GEMM_ROWSUM"]
+
+_DTYPES = ("float16", "bfloat16")
+_ACCUM = "float32"
+
+
+def _gemm_mainloop(K: int, dtype: str, block_M: int, block_N: int, block_K: int, num_stages: int):
+    """The shared tile program ``C_l = A[block row by] @ B[block column bx]``, a macro both kernels inline."""
+
+    @T.macro
+    def mainloop(A, B, C_l, bx, by):
+        A_s = T.alloc_shared((block_M, block_K), dtype)
+        B_s = T.alloc_shared((block_K, block_N), dtype)
+        T.clear(C_l)
+        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+            T.copy(A[by * block_M, k * block_K], A_s)
+            T.copy(B[k * block_K, bx * block_N], B_s)
+            T.gemm(A_s, B_s, C_l)
+
+    return mainloop
+
+
+def build_gemm(
+    M: int, N: int, K: int, dtype: str,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+):
+    """``C = A @ B`` with fp32 accumulation; ``C`` is stored in the input dtype through shared memory."""
+    mainloop = _gemm_mainloop(K, dtype, block_M, block_N, block_K, num_stages)
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            mainloop(A, B, C_l, bx, by)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * block_M, bx * block_N])
+
+    return gemm
+
+
+def build_gemm_rowsum(
+    M: int, N: int, K: int, dtype: str,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+):
+    """``C = A @ B`` and ``S += rowsum(C)`` (fp32), fused after the main loop.
+
+    Each block reduces its fp32 accumulator along N and adds the ``block_M``
+    partial sums into ``S`` with ``T.atomic_add``: the grid keeps all
+    ``M/block_M * N/block_N`` blocks in parallel, so ``S`` is an in/out
+    parameter that must be zero on entry (TileLang allocates ``out_idx``
+    outputs with ``torch.empty``), and only ``C`` is in ``out_idx``.
+    """
+    mainloop = _gemm_mainloop(K, dtype, block_M, block_N, block_K, num_stages)
+
+    @T.prim_func
+    def gemm_rowsum(
+        A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+        S: T.Tensor((M,), _ACCUM), C: T.Tensor((M, N), dtype),
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            S_l = T.alloc_fragment((block_M,), _ACCUM)
+            S_s = T.alloc_shared((block_M,), _ACCUM)
+            mainloop(A, B, C_l, bx, by)
+            T.reduce_sum(C_l, S_l, dim=1)
+            T.copy(S_l, S_s)
+            T.atomic_add(S[by * block_M:(by + 1) * block_M], S_s)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * block_M, bx * block_N])
+
+    return gemm_rowsum
+
+
+def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """Reject dtypes the kernels do not take and tiles that do not divide the problem."""
+    if problem["dtype"] not in _DTYPES:
+        raise TemplateError(f"gemm: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
+    params = {**problem, **tile}
+    for key in ("M", "N", "K", "block_M", "block_N", "block_K", "threads"):
+        value = params[key]
+        if not isinstance(value, int) or value <= 0:
+            raise TemplateError(f"gemm: parameter {key!r} must be a positive int, got {value!r}")
+    if tile["threads"] % 32:
+        raise TemplateError(f"gemm: parameter 'threads' must be a multiple of 32, got {tile['threads']}")
+    for dim, block in (("M", "block_M"), ("N", "block_N"), ("K", "block_K")):
+        if problem[dim] % tile[block]:
+            raise TemplateError(
+                f"gemm: parameter {block!r}={tile[block]} must divide {dim}={problem[dim]}"
+            )
+
+
+def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Generator | None) -> torch.Tensor:
+    """Standard-normal values drawn on the generator's device, then cast and moved."""
+    where = generator.device if generator is not None else device
+    return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=getattr(torch, dtype))
+
+
+def _make_gemm_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """Random ``A[M, K]`` and ``B[K, N]`` in the problem dtype."""
+    M, N, K, dtype = problem["M"], problem["N"], problem["K"], problem["dtype"]
+    return _randn((M, K), dtype, device, generator), _randn((K, N), dtype, device, generator)
+
+
+def _make_rowsum_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """``A``, ``B`` as for GEMM plus the zeroed fp32 accumulator ``S[M]`` the kernel adds into."""
+    return (*_make_gemm_inputs(problem, device, generator), torch.zeros(problem["M"], device=device))
+
+
+def _gemm_reference(A: torch.Tensor, B: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """``A @ B`` in float32."""
+    return A.float() @ B.float()
+
+
+def _rowsum_reference(A: torch.Tensor, B: torch.Tensor, S: torch.Tensor, **problem: Any) -> tuple:
+    """``(C, S)`` in float32 for a zero ``S`` on entry; ``S``'s current value is ignored so the
+    reference stays right when computed after the kernel has added into it."""
+    C = _gemm_reference(A, B)
+    return C, C.sum(dim=1)
+
+
+def _gemm_flops(problem: Mapping[str, Any]) -> float:
+    """Multiply-adds of ``A @ B``."""
+    return 2.0 * problem["M"] * problem["N"] * problem["K"]
+
+
+def _rowsum_flops(problem: Mapping[str, Any]) -> float:
+    """GEMM flops plus one add per element of ``C`` for the row sums."""
+    return _gemm_flops(problem) + problem["M"] * problem["N"]
+
+
+_PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}
+_TILE = {"block_M": 128, "block_N": 128, "block_K": 64, "threads": 128}
+_TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 256), "block_K": (32, 64), "threads": (128, 256)}
+
+GEMM = Template(
+    name="gemm",
+    builder=build_gemm,
+    reference=_gemm_reference,
+    problem=dict(_PROBLEM),
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
+    make_inputs=_make_gemm_inputs,
+    flops=_gemm_flops,
+    out_idx=(2,),
+    check=_check,
+    doc="C[M,N] = A[M,K] @ B[K,N] (fp16/bf16 in and out, fp32 accumulation).",
+)
+
+GEMM_ROWSUM = Template(
+    name="gemm_rowsum",
+    builder=build_gemm_rowsum,
+    reference=_rowsum_reference,
+    problem=dict(_PROBLEM),
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
+    make_inputs=_make_rowsum_inputs,
+    flops=_rowsum_flops,
+    out_idx=(3,),
+    check=_check,
+    doc="C = A @ B and S[M] += rowsum(C) in fp32 (S is in/out, zero on entry; call kernel(A, B, S) -> C).",
+)
