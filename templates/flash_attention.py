@@ -96,29 +96,53 @@ def build_flash_attention(
     return flash_attention
 
 
-def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    """Reject unsupported head dims and dtypes, bad GQA ratios, and blocks that do not divide seq_len."""
-    params = {**problem, **tile}
-    for key in ("batch", "heads", "kv_heads", "seq_len", "block_M", "block_N", "threads"):
-        if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] <= 0:
-            raise TemplateError(f"flash_attention: parameter {key!r} must be a positive int, got {params[key]!r}")
+def _fail(param: str, message: str) -> TemplateError:
+    """A TemplateError that names the offending parameter first."""
+    return TemplateError(f"flash_attention: parameter {param!r} {message}")
+
+
+def _check_problem(problem: Mapping[str, Any]) -> None:
+    """Reject unsupported head dims and dtypes, non-bool ``causal`` and bad GQA ratios."""
+    for key in ("batch", "heads", "kv_heads", "seq_len"):
+        _check_positive(key, problem[key])
     if problem["dim"] not in _DIMS:
-        raise TemplateError(f"flash_attention: parameter 'dim' must be one of {_DIMS}, got {problem['dim']!r}")
+        raise _fail("dim", f"must be one of {_DIMS}, got {problem['dim']!r}")
     if problem["dtype"] not in _DTYPES:
-        raise TemplateError(f"flash_attention: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
+        raise _fail("dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
     if not isinstance(problem["causal"], bool):
-        raise TemplateError(f"flash_attention: parameter 'causal' must be a bool, got {problem['causal']!r}")
+        raise _fail("causal", f"must be a bool, got {problem['causal']!r}")
     if problem["heads"] % problem["kv_heads"]:
-        raise TemplateError(
-            f"flash_attention: parameter 'kv_heads'={problem['kv_heads']} must divide heads={problem['heads']}"
-        )
+        raise _fail("kv_heads", f"={problem['kv_heads']} must divide heads={problem['heads']}")
+
+
+def _check_tile(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """Reject blocks that do not divide ``seq_len`` or leave a warp fewer than 16 query rows."""
+    for key in ("block_M", "block_N", "threads"):
+        _check_positive(key, tile[key])
     if tile["threads"] % 32:
-        raise TemplateError(f"flash_attention: parameter 'threads' must be a multiple of 32, got {tile['threads']}")
+        raise _fail("threads", f"must be a multiple of 32, got {tile['threads']}")
+    rows = tile["threads"] // 32 * 16
+    if tile["block_M"] % rows:
+        raise _fail(
+            "block_M",
+            f"={tile['block_M']} must be a multiple of {rows} for threads={tile['threads']}: "
+            "GemmWarpPolicy.FullRow gives each warp 16 or more query rows",
+        )
     for block in ("block_M", "block_N"):
         if problem["seq_len"] % tile[block]:
-            raise TemplateError(
-                f"flash_attention: parameter {block!r}={tile[block]} must divide seq_len={problem['seq_len']}"
-            )
+            raise _fail(block, f"={tile[block]} must divide seq_len={problem['seq_len']}")
+
+
+def _check_positive(key: str, value: Any) -> None:
+    """Shapes and block sizes are positive ints (bools excluded)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise _fail(key, f"must be a positive int, got {value!r}")
+
+
+def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """``Template.check``: the problem first, then the tile against it."""
+    _check_problem(problem)
+    _check_tile(problem, tile)
 
 
 def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:

@@ -95,16 +95,13 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         raise TemplateError(f"gemm: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
     params = {**problem, **tile}
     for key in ("M", "N", "K", "block_M", "block_N", "block_K", "threads"):
-        value = params[key]
-        if not isinstance(value, int) or value <= 0:
-            raise TemplateError(f"gemm: parameter {key!r} must be a positive int, got {value!r}")
+        if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] <= 0:
+            raise TemplateError(f"gemm: parameter {key!r} must be a positive int, got {params[key]!r}")
     if tile["threads"] % 32:
         raise TemplateError(f"gemm: parameter 'threads' must be a multiple of 32, got {tile['threads']}")
     for dim, block in (("M", "block_M"), ("N", "block_N"), ("K", "block_K")):
         if problem[dim] % tile[block]:
-            raise TemplateError(
-                f"gemm: parameter {block!r}={tile[block]} must divide {dim}={problem[dim]}"
-            )
+            raise TemplateError(f"gemm: parameter {block!r}={tile[block]} must divide {dim}={problem[dim]}")
 
 
 def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Generator | None) -> torch.Tensor:

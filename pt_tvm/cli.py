@@ -1,0 +1,98 @@
+"""The ``pt-tvm`` command line: look at a template's sTask-graph, schedule it, benchmark it."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+__all__ = ["main"]
+
+_DESCRIPTION = """\
+pt-tvm turns a TileLang kernel into an sTask-graph (its tile ops and their data
+dependences) and maps it onto a GPU's specialized execution units (TMA copy
+engine, tensor cores, CUDA cores, SFU). Templates are built-in TileLang kernels:
+see `pt-tvm templates`. Targets: h100, h200 (Hopper), a100, mi300x, or a chip file.
+"""
+
+_EXAMPLES = """\
+examples:
+  pt-tvm templates
+  pt-tvm graph flash_attention --target h100
+  pt-tvm graph flash_attention --target h100 --param dim=64 --param causal=true --out fa
+  pt-tvm graph gemm --target a100 --param M=2048 --param dtype=bfloat16
+"""
+
+
+def _params(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"pt-tvm: --param expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _cmd_templates(args: argparse.Namespace) -> int:
+    from . import templates
+
+    for name in templates.names():
+        t = templates.get(name)
+        problem = " ".join(f"{k}={v}" for k, v in t.problem.items())
+        tile = " ".join(f"{k}={v}" for k, v in t.tile.items())
+        print(f"{name}\n  {t.doc}\n  problem: {problem}\n  tile:    {tile}")
+    return 0
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from . import extract, hw, templates
+
+    template = templates.get(args.template)
+    vdev = hw.get(args.target)
+    func = template.build(**_params(args.param))
+    graph = extract(func, vdev)
+    print(graph.summary())
+    out = args.out or args.template
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".json", "w") as f:
+        f.write(graph.to_json())
+    with open(out + ".dot", "w") as f:
+        f.write(graph.to_dot())
+    print(f"wrote {out}.json and {out}.dot (render: dot -Tpng {out}.dot -o {out}.png)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pt-tvm", description=_DESCRIPTION, epilog=_EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("templates", help="list the built-in kernel templates and their parameters")
+    p.set_defaults(func=_cmd_templates)
+
+    p = sub.add_parser("graph", help="print a template's sTask-graph and write it as JSON and DOT",
+                       description="Extract the sTask-graph of a built-in template for a target.")
+    p.add_argument("template", help="template name (see `pt-tvm templates`)")
+    p.add_argument("--target", default="h100", help="h100, h200, a100, mi300x or a chip .json/.toml (default h100)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="template parameter, repeatable (e.g. --param dim=64)")
+    p.add_argument("--out", help="output path prefix for .json/.dot (default: the template name)")
+    p.set_defaults(func=_cmd_graph)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .errors import USER_ERRORS
+
+    try:
+        return args.func(args)
+    except USER_ERRORS as e:
+        print(f"pt-tvm: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
