@@ -3,3 +3,6 @@ from .extract import GRAPH_ATTR, ExtractSTaskGraph, extract_stask_graph, graph_o
 from .ir import ExtractionError
 
 __all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "GRAPH_ATTR", "ExtractionError"]
+from .apply import ApplyPipelineSchedule, ScheduleMismatch, apply_plan
+
+__all__ += ["ApplyPipelineSchedule", "apply_plan", "ScheduleMismatch"]

@@ -63,7 +63,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     block = find_root_block(func, name)
     grid, threads = launch_info(func, block)
     buffers = _buffers(func, block)
-    stmts = top_level(block.body)
+    stmts = [s for s in top_level(block.body) if not isinstance(s, tirx.Bind)]
     loops = [i for i, s in enumerate(stmts) if is_pipelined(s)]
     if not loops:
         raise ExtractionError(
@@ -72,7 +72,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     if len(loops) > 1:
         raise ExtractionError(f"PrimFunc {name!r} has {len(loops)} pipelined loops; pt-tvm schedules exactly one")
     loop = stmts[loops[0]]
-    body = top_level(loop.body)
+    body = [s for s in top_level(loop.body) if not isinstance(s, tirx.Bind)]
     pro, epi = stmts[:loops[0]], stmts[loops[0] + 1:]
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
     block_vars = {name: name for name in grid}

@@ -1,0 +1,184 @@
+"""ApplyPipelineSchedule: write a verified ExecutionPlan into a TileLang PrimFunc.
+
+Hopper plans become a ``T.WSSchedule`` on the kernel's root block, with each
+tile op named by a stamped ``tl.ws_op_id`` (the sTask id); TileLang's
+``MaterializeWSSchedule`` lowers it. Software-pipelined plans become the
+pipelined loop's ``order``/``stage`` annotations, which TileLang's software
+pipeliner applies. Either way the result still goes through TileLang's own
+lowering and codegen.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import tilelang.language as T
+from tilelang import tvm
+from tvm import tirx
+
+from pt_tvm.graph import Placement, STaskGraph
+from pt_tvm.plan import ExecutionPlan, Pipeline, Style
+
+from .extract import extract_stask_graph
+from .ir import WS_OP_ID, find_root_block, is_pipelined, top_level
+
+__all__ = ["ApplyPipelineSchedule", "apply_plan", "ScheduleMismatch"]
+
+_WS_SCHEDULE = "tl.ws_schedule"
+_ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
+
+
+class ScheduleMismatch(ValueError):
+    """The plan was made for a different kernel than the one it is applied to."""
+
+
+def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, graph: STaskGraph | None = None) -> tirx.PrimFunc:
+    """``func`` with ``plan`` written into it. The plan is verified against ``func``'s graph first."""
+    from pt_tvm import hw
+
+    vdev = hw.get(plan.target)
+    graph = graph or extract_stask_graph(func, vdev)
+    planned = {a.stask for a in plan.appends}
+    actual = {t.id for t in graph.stasks}
+    if planned != actual:
+        raise ScheduleMismatch(f"plan for {plan.graph!r} does not match PrimFunc {graph.name!r}: sTasks "
+                               f"{sorted(planned ^ actual)} are in one but not the other")
+    plan.verify(graph, vdev)
+    block = find_root_block(func, graph.name)
+    if plan.style == Style.WARP_SPECIALIZED:
+        new_block = _warp_specialize(block, plan, graph)
+    else:
+        new_block = _software_pipeline(block, plan, graph)
+    body = tirx.stmt_functor.ir_transform(
+        func.body, None, lambda n: new_block if n.same_as(block) else None, ["tirx.SBlock"])
+    return func.with_body(body, span=func.span)
+
+
+def ApplyPipelineSchedule(plan: ExecutionPlan) -> tvm.transform.Pass:
+    """A pass that writes ``plan`` into the PrimFunc it was made for (verified first)."""
+
+    def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
+        return apply_plan(func, plan)
+
+    return tirx.transform.prim_func_pass(transform, opt_level=0, name="pt.ApplyPipelineSchedule")
+
+
+# ---------------------------------------------------------------- statement rewriting
+def _stamp(stmt: tirx.Stmt, op_id: str) -> tirx.Stmt:
+    """``stmt`` named ``op_id`` for MaterializeWSSchedule (annotation or ``T.ws_op`` wrapper)."""
+    if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID:
+        return stmt
+    if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call):
+        call = stmt.value
+        ann = dict(call.annotations or {})
+        ann[WS_OP_ID] = tirx.StringImm(op_id)
+        return tirx.Evaluate(tirx.Call(call.dtype, call.op, call.args, ann))
+    if isinstance(stmt, tirx.For):
+        return _with_loop_annotations(stmt, {WS_OP_ID: op_id})
+    return tirx.AttrStmt(None, WS_OP_ID, tirx.StringImm(op_id), stmt)
+
+
+def _with_loop_annotations(loop: tirx.For, updates: dict, drop: tuple[str, ...] = (), body: Any = None) -> tirx.For:
+    ann = {k: v for k, v in loop.annotations.items() if k not in drop}
+    ann.update(updates)
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body if body is not None else loop.body,
+                    loop.thread_binding, ann, loop.step)
+
+
+def _seq(stmts: list[tirx.Stmt]) -> tirx.Stmt:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _split(block: tirx.SBlock) -> tuple[list, tirx.For, list, list]:
+    stmts = top_level(block.body)
+    idx = next(i for i, s in enumerate(stmts) if is_pipelined(s))
+    loop = stmts[idx]
+    return stmts[:idx], loop, top_level(loop.body), stmts[idx + 1:]
+
+
+def _schedulable(stmts: list[tirx.Stmt]) -> list[tirx.Stmt]:
+    return [s for s in stmts if not isinstance(s, tirx.Bind)]
+
+
+def _with_body(block: tirx.SBlock, body: tirx.Stmt, annotations: dict) -> tirx.SBlock:
+    return tirx.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
+                       block.alloc_buffers, block.match_buffers, annotations)
+
+
+def _software_pipeline(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph) -> tirx.SBlock:
+    pro, loop, body, epi = _split(block)
+    ids = [t.id for t in graph.loop_stasks]
+    order = [a.stask for a in plan.program(plan.roles[0].name, graph, Placement.LOOP)]
+    position = {sid: i for i, sid in enumerate(order)}
+    ann = {_ORDER: [position[sid] for sid in ids], _STAGE: [plan.append_of(sid).stage for sid in ids]}
+    new_loop = _with_loop_annotations(loop, ann, drop=("num_stages", _ORDER, _STAGE))
+    return _with_body(block, _seq([*pro, new_loop, *epi]), dict(block.annotations))
+
+
+# ---------------------------------------------------------------- WSSchedule
+def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph) -> tirx.SBlock:
+    pro, loop, body, epi = _split(block)
+    stamped = iter(t.id for t in graph.stasks)
+    pro = [_stamp(s, next(stamped)) for s in _schedulable(pro)]
+    body = [_stamp(s, next(stamped)) for s in _schedulable(body)]
+    epi = [_stamp(s, next(stamped)) for s in _schedulable(epi)]
+    new_loop = _with_loop_annotations(loop, {WS_OP_ID: graph.loop.id}, body=_seq(body))
+    buffers = {b.name: b for b in block.alloc_buffers}
+    schedule = T.WSSchedule(
+        num_warps=plan.num_warps,
+        roles=[T.WSRole(r.name, warps_lo=r.warp_lo, warps_hi=r.warp_hi, max_nreg=r.max_nreg) for r in plan.roles],
+        pipelines=[T.WSPipeline(p.name, [buffers[b] for b in p.buffers], depth=p.depth) for p in plan.pipelines],
+        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph)),
+                T.WSScope(T.WSScope.ROOT, _root_bodies(plan, graph))],
+    )
+    ann = dict(block.annotations)
+    ann[_WS_SCHEDULE] = schedule
+    return _with_body(block, _seq([*pro, new_loop, *epi]), ann)
+
+
+def _touches(graph: STaskGraph, sid: str, pipe: Pipeline) -> bool:
+    t = graph.stask(sid)
+    return bool(set(pipe.buffers) & (t.read_buffers() | t.write_buffers()))
+
+
+def _bracket(entries: list[Any], pipes: list[Pipeline], touches, role_is_producer: bool, stage_of) -> list:
+    """Wrap each pipeline's first..last touching entry in acquire/commit (producer) or wait/release (consumer)."""
+    out = list(entries)
+    for p in pipes:
+        hits = [i for i, e in enumerate(out) if isinstance(e, str) and touches(e, p)]
+        if not hits:
+            continue
+        stage = stage_of(out[hits[0]])
+        open_, close = ((T.WSSync.producer_acquire, T.WSSync.producer_commit) if role_is_producer
+                        else (T.WSSync.consumer_wait, T.WSSync.consumer_release))
+        out.insert(hits[-1] + 1, close(p.name, stage=stage))
+        out.insert(hits[0], open_(p.name, stage=stage))
+    return out
+
+
+def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
+    pipes = [p for p in plan.pipelines if p.scope == "loop"]
+    bodies = {}
+    for r in plan.roles:
+        ids = [a.stask for a in plan.program(r.name, graph, Placement.LOOP)]
+        producer = any(p.producer == r.name for p in pipes)
+        bodies[r.name] = _bracket(ids, pipes, lambda sid, p: _touches(graph, sid, p), producer,
+                                  lambda sid: plan.append_of(sid).stage)
+    return bodies
+
+
+def _root_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
+    pipes = [p for p in plan.pipelines if p.scope == "root"]
+    loop_reads = {b for t in graph.loop_stasks for b in t.read_buffers()}
+    bodies = {}
+    for r in plan.roles:
+        ids = ([a.stask for a in plan.program(r.name, graph, Placement.PROLOGUE)] + [graph.loop.id]
+               + [a.stask for a in plan.program(r.name, graph, Placement.EPILOGUE)])
+        producer = any(p.producer == r.name for p in pipes)
+
+        def touches(entry: str, p: Pipeline) -> bool:
+            if entry == graph.loop.id:
+                return not producer and bool(set(p.buffers) & loop_reads)
+            return _touches(graph, entry, p)
+
+        bodies[r.name] = _bracket(ids, pipes, touches, producer, lambda _: 0)
+    return bodies

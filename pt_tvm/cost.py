@@ -1,0 +1,343 @@
+"""Cost model: sTask latencies on sEUs, and a plan's time by simulating its timeline.
+
+Each role of a plan is one or more *streams* (a warpgroup issuing its program
+in order). A stream issues an sTask once its dependences have completed; the
+sTask then occupies its sEU for ``work / rate`` cycles and completes ``latency``
+cycles later. Synchronous sTasks hold their stream until they complete;
+asynchronous ones (TMA, wgmma) let it run on until something depends on them.
+sEUs are shared by the streams of one EU: the tensor core and copy engine as
+one server, CUDA cores and the SFU as two half-rate servers (one warpgroup
+alone cannot keep them busy). Simulating a few iterations of the loop, with
+each sTask ``stage`` iterations behind, gives the steady-state iteration time:
+the paper's simulated clock.
+
+Per-target corrections (:class:`Calibration`) scale each sEU's occupancy and
+add a per-iteration overhead; :func:`calibrate` fits them to measured kernels.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from .graph import DepKind, OpKind, Placement, STask, STaskGraph
+from .hw import SEUKind, VDevice
+from .plan import Append, ExecutionPlan, Style, effective_distance, register_estimate, shared_bytes
+
+__all__ = ["Calibration", "Estimate", "Event", "estimate", "sTask_cycles", "calibrate", "load_calibration",
+           "save_calibration"]
+
+_SERVERS = {SEUKind.TENSOR_CORE: 1, SEUKind.TMA: 1, SEUKind.LSU: 1, SEUKind.CUDA_CORE: 2, SEUKind.SFU: 2}
+_SIM_ITERATIONS = 12
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per-target corrections: ``scale[kind]`` multiplies sEU occupancy; ``overhead`` cycles per iteration."""
+
+    target: str
+    scale: Mapping[str, float] = field(default_factory=dict)
+    overhead: float = 0.0
+    samples: int = 0
+
+    def factor(self, kind: SEUKind) -> float:
+        return float(self.scale.get(kind.value, 1.0))
+
+    def to_dict(self) -> dict:
+        return {"format": "pt-tvm.calibration/1", "target": self.target, "scale": dict(self.scale),
+                "overhead": self.overhead, "samples": self.samples}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One sTask instance in the simulated timeline (cycles)."""
+
+    stream: str
+    stask: str
+    iteration: int  # -1 for prologue/epilogue sTasks
+    seu: SEUKind
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What the cost model predicts for one plan."""
+
+    cycles_per_iteration: float
+    block_cycles: float
+    blocks_per_eu: int
+    waves: int
+    seconds: float
+    busy: Mapping[str, float]  # sEU kind -> busy fraction of the steady-state iteration
+    trace: tuple[Event, ...] = ()
+
+    def bottleneck(self) -> str:
+        return max(self.busy, key=self.busy.get) if self.busy else ""
+
+
+def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, share: float = 1.0) -> tuple[float, float]:
+    """(occupancy, latency) cycles of ``share`` of sTask ``t`` on the EU's sEU of ``kind``."""
+    seu = vdev.eu.seu(kind)
+    if kind == SEUKind.TENSOR_CORE:
+        rate = seu.throughput * (0.5 if t.dtype in ("float32", "tfloat32") else 1.0)
+        work = t.flops * share / rate
+    elif kind in (SEUKind.TMA, SEUKind.LSU) and t.op in (OpKind.COPY, OpKind.ATOMIC):
+        work = t.bytes * share / _copy_rate(t, kind, graph, vdev)
+    elif kind == SEUKind.SFU:
+        cuda = vdev.eu.seu(SEUKind.CUDA_CORE)
+        work = max(t.sfu_ops / seu.throughput, t.flops / cuda.throughput) * share
+    else:  # CUDA cores, or an SFU-less target doing transcendentals on the ALUs
+        work = (t.flops + 4.0 * t.sfu_ops) * share / seu.throughput
+        if t.op == OpKind.REDUCE:
+            work += 5 * 8.0  # warp-shuffle butterfly: log2(32) dependent steps
+    return work, seu.latency
+
+
+def _copy_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice) -> float:
+    """Bytes per cycle one EU gets for a copy: its share of L2, or of DRAM after reuse across blocks.
+
+    A global tile whose offsets ignore some launch indices is read by every block
+    along those indices; L2 serves the re-reads, so DRAM sees it once per ``reuse`` blocks.
+    """
+    seu = vdev.eu.seu(kind)
+    glob = [a for a in (*t.reads, *t.writes) if a.scope == "global"]
+    if not glob:
+        return seu.throughput
+    per_eu_cycle = vdev.num_eus * vdev.clock_ghz * 1e9
+    reuse = math.prod(extent for var, extent in graph.grid.items() if extent and var not in glob[0].block_vars)
+    dram = vdev.dram_bandwidth / per_eu_cycle * min(float(reuse), _MAX_L2_REUSE)
+    return min(seu.throughput, vdev.l2_bandwidth / per_eu_cycle, dram)
+
+
+_MAX_L2_REUSE = 64.0  # L2 keeps a tile for a bounded number of re-reads
+
+
+# ---------------------------------------------------------------- the simulated clock
+@dataclass
+class _Stream:
+    name: str
+    role: str
+    share: float
+    program: list[Append]  # loop program
+    prologue: list[Append]
+    epilogue: list[Append]
+    time: float = 0.0
+
+
+def _streams(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[_Stream]:
+    """One stream per warpgroup of each role; compute warpgroups split their sTasks' work evenly."""
+    out = []
+    wg = max(vdev.eu.warpgroup_warps, 4 if vdev.eu.warpgroup_warps == 1 else 1)
+    for r in plan.roles:
+        progs = [plan.program(r.name, graph, p) for p in (Placement.LOOP, Placement.PROLOGUE, Placement.EPILOGUE)]
+        only_copies = all(a.seu in (SEUKind.TMA,) for prog in progs for a in prog)
+        n = 1 if only_copies else max(1, r.warps // wg)
+        for i in range(n):
+            out.append(_Stream(f"{r.name}{i if n > 1 else ''}", r.name, 1.0 / n, *progs))
+    return out
+
+
+def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration: Calibration | None = None,
+             trace: bool = False) -> Estimate:
+    """Predict the plan's kernel time by simulating its timeline on one EU, then counting waves."""
+    cal = calibration or Calibration(vdev.name)
+    iters = max(2, min(_SIM_ITERATIONS, int(math.ceil(graph.loop.trip_count))))
+    streams = _streams(plan, graph, vdev)
+    stage = {a.stask: a.stage for a in plan.appends}
+    role_streams: dict[str, list[_Stream]] = {}
+    for s in streams:
+        role_streams.setdefault(s.role, []).append(s)
+    servers = {k: [0.0] * n for k, n in _SERVERS.items()}
+    busy = {k: 0.0 for k in _SERVERS}
+    done: dict[tuple[str, str, int], float] = {}  # (stream, stask, iteration) -> completion
+    edges_into: dict[str, list] = {}
+    for e in graph.edges:
+        edges_into.setdefault(e.dst, []).append(e)
+    events: list[Event] = []
+    iter_done = [0.0] * iters
+
+    def deps(stream: _Stream, t: STask, it: int) -> float | None:
+        """When the sTask instance's dependences complete; None while one is not simulated yet."""
+        ready = 0.0
+        for e in edges_into.get(t.id, ()):
+            src = graph.stask(e.src)
+            if src.placement == Placement.LOOP and t.placement == Placement.LOOP:
+                src_it = it - effective_distance(plan, graph, e)
+                if src_it < 0:
+                    continue
+            elif src.placement == Placement.LOOP:  # the epilogue reads the last iteration
+                src_it = iters - 1
+            elif t.placement == Placement.PROLOGUE or src.placement == Placement.PROLOGUE:
+                src_it = -1
+            else:
+                continue  # an epilogue sTask feeding back into nothing earlier
+            src_role = plan.append_of(e.src).role
+            for o in ([stream] if src_role == stream.role else role_streams[src_role]):
+                if (o.name, e.src, src_it) not in done:
+                    if src_role == stream.role and o is stream and src.placement == t.placement == Placement.LOOP \
+                            and src_it == it and plan_pos[e.src] > plan_pos[t.id]:
+                        continue  # verify() rejects such plans; don't deadlock on them here
+                    return None
+                ready = max(ready, done[(o.name, e.src, src_it)])
+        return ready
+
+    def run(stream: _Stream, a: Append, it: int, start: float) -> None:
+        t = graph.stask(a.stask)
+        work, latency = sTask_cycles(t, a.seu, graph, vdev, stream.share)
+        work *= cal.factor(a.seu)
+        pool = servers[a.seu]
+        k = min(range(len(pool)), key=pool.__getitem__)
+        per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate
+        begin = max(start, pool[k])
+        pool[k] = begin + per_server
+        end = begin + per_server + latency
+        done[(stream.name, t.id, it)] = end
+        if steady_lo <= it < steady_hi:
+            busy[a.seu] += per_server / len(pool)
+        seu = vdev.eu.seu(a.seu)
+        stream.time = start + seu.issue if seu.is_async else end
+        if it >= 0:
+            iter_done[it] = max(iter_done[it], end)
+        if trace:
+            events.append(Event(stream.name, t.id, it, a.seu, begin, end))
+
+    steady_lo, steady_hi = iters // 2, iters
+    plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}
+    depth = max((a.stage for a in plan.appends), default=0)
+    queues = {}
+    for s in streams:
+        q = [(a, -1) for a in s.prologue]
+        for step in range(iters + depth):
+            q += [(a, step - stage[a.stask]) for a in s.program if 0 <= step - stage[a.stask] < iters]
+        q += [(a, -1) for a in s.epilogue]
+        queues[s.name] = q
+    heads = {s.name: 0 for s in streams}
+    by_name = {s.name: s for s in streams}
+    while True:  # event-driven: always issue the earliest-ready instance among the streams
+        best = None
+        for name, i in heads.items():
+            if i >= len(queues[name]):
+                continue
+            s = by_name[name]
+            a, it = queues[name][i]
+            t = graph.stask(a.stask)
+            ready = deps(s, t, it)
+            if ready is None:
+                continue
+            start = max(s.time, ready)
+            if t.placement == Placement.EPILOGUE and iter_done:
+                start = max(start, max(iter_done))
+            if best is None or start < best[0]:
+                best = (start, s, a, it)
+        if best is None:
+            break
+        start, s, a, it = best
+        run(s, a, it, start)
+        heads[s.name] += 1
+        if 0 <= it and heads[s.name] < len(queues[s.name]) and queues[s.name][heads[s.name]][1] != it:
+            s.time += cal.overhead * s.share / max(1, len(s.program))
+    if any(i < len(queues[n]) for n, i in heads.items()):
+        raise RuntimeError("cost model deadlock: the plan's waits cannot all be met (verify the plan first)")
+    sim_end = max([s.time for s in streams] + [v for v in done.values()])
+    per_iter = (iter_done[iters - 1] - iter_done[steady_lo - 1]) / (iters - steady_lo)
+    block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
+    bpe = _blocks_per_eu(plan, graph, vdev)
+    blocks = graph.grid_blocks() or vdev.num_eus * bpe
+    waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
+    span = per_iter * (iters - steady_lo)
+    util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in busy.items() if v}
+    # co-resident blocks overlap each other's idle time until the busiest sEU saturates
+    wave_cycles = block * max(1.0, bpe * max(util.values(), default=1.0))
+    return Estimate(
+        cycles_per_iteration=per_iter,
+        block_cycles=block,
+        blocks_per_eu=bpe,
+        waves=waves,
+        seconds=vdev.cycles_to_seconds(wave_cycles * waves),
+        busy=util,
+        trace=tuple(events),
+    )
+
+
+def _blocks_per_eu(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> int:
+    """Resident blocks per EU, limited by shared memory, registers and threads."""
+    eu = vdev.eu
+    smem = max(1, shared_bytes(plan, graph))
+    threads = plan.num_warps * eu.warp_size
+    if plan.style == Style.WARP_SPECIALIZED:
+        regs = sum(r.warps // eu.warpgroup_warps * eu.warpgroup_threads * (r.max_nreg or eu.max_regs_per_thread)
+                   for r in plan.roles) or threads * eu.max_regs_per_thread
+        regs = max(regs, threads * eu.min_regs_per_thread)
+    else:
+        regs = threads * min(eu.max_regs_per_thread, register_estimate(graph, threads))
+    return max(1, min(eu.smem_per_eu // smem, eu.regs_per_eu // max(regs, 1), 2048 // threads, 8))
+
+
+# ---------------------------------------------------------------- calibration
+def calibrate(samples: Iterable[tuple[ExecutionPlan, STaskGraph, float]], vdev: VDevice,
+              rounds: int = 3) -> Calibration:
+    """Fit per-sEU occupancy scales and a per-iteration overhead to measured kernel times (seconds).
+
+    Coordinate descent on the mean squared log error; each parameter is tried on a
+    geometric grid. A documented, deterministic fit: the same samples give the same
+    corrections.
+    """
+    samples = list(samples)
+    if not samples:
+        raise ValueError("calibrate needs at least one (plan, graph, measured seconds) sample")
+    kinds = sorted({a.seu.value for p, _, _ in samples for a in p.appends})
+    cal = Calibration(vdev.name, {k: 1.0 for k in kinds}, 0.0, len(samples))
+
+    def loss(c: Calibration) -> float:
+        return sum(math.log(estimate(p, g, vdev, c).seconds / s) ** 2 for p, g, s in samples) / len(samples)
+
+    best = loss(cal)
+    grid = [0.5, 0.7, 0.85, 1.0, 1.2, 1.45, 2.0]
+    for _ in range(rounds):
+        for k in kinds:
+            for f in grid:
+                trial = Calibration(vdev.name, {**cal.scale, k: cal.scale[k] * f}, cal.overhead, len(samples))
+                value = loss(trial)
+                if value < best - 1e-12:
+                    best, cal = value, trial
+        for o in (0.0, 50.0, 100.0, 200.0, 400.0):
+            trial = Calibration(vdev.name, dict(cal.scale), o, len(samples))
+            value = loss(trial)
+            if value < best - 1e-12:
+                best, cal = value, trial
+    return cal
+
+
+def _calibration_dir() -> str:
+    return os.path.join(os.environ.get("PT_TVM_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "pt-tvm")),
+                        "calibration")
+
+
+def save_calibration(cal: Calibration, directory: str | None = None) -> str:
+    """Write ``cal`` to ``<dir>/<target>.json`` atomically; returns the path."""
+    from .cache import atomic_write
+
+    path = os.path.join(directory or _calibration_dir(), f"{cal.target}.json")
+    atomic_write(path, json.dumps(cal.to_dict(), indent=1))
+    return path
+
+
+def load_calibration(target: str, directory: str | None = None) -> Calibration | None:
+    """The stored calibration of ``target``, or None (a corrupt file is ignored with a warning)."""
+    import warnings
+
+    path = os.path.join(directory or _calibration_dir(), f"{target}.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        if d.get("format") != "pt-tvm.calibration/1":
+            raise ValueError("wrong format")
+        return Calibration(d["target"], dict(d["scale"]), float(d["overhead"]), int(d.get("samples", 0)))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warnings.warn(f"ignoring corrupt calibration file {path}: {e}", stacklevel=2)
+        return None

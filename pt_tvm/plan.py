@@ -1,0 +1,421 @@
+"""Execution plans: the paper's Append / Wait / Propagate primitives and the checks every plan passes.
+
+An :class:`ExecutionPlan` is a sequence of primitives over one sTask-graph:
+``Append(stask, role, seu, stage)`` puts an sTask at the end of a role's
+program (a role is a range of warps, the paper's EU-level partition) on one of
+its sEUs, ``stage`` iterations behind the loop's current iteration; ``Wait``
+makes an sTask wait for the completion of others (cross-role waits become
+pipeline barriers). :class:`Pipeline` s multi-version shared buffers between a
+producer role and its consumers. :func:`Propagate` is in :mod:`pt_tvm.propagate`.
+
+:meth:`ExecutionPlan.verify` is the gate in front of TileLang: it rejects a
+plan that breaks a dependence (loop-carried ones and those through register
+fragments across stage offsets included) or exceeds the EU's shared memory,
+registers or threads, naming the limit and by how much.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .graph import DepKind, Edge, OpKind, Placement, STask, STaskGraph
+from .hw import SEUKind, VDevice
+
+__all__ = [
+    "Style",
+    "Role",
+    "Append",
+    "Wait",
+    "Pipeline",
+    "ExecutionPlan",
+    "PlanError",
+    "Violation",
+    "register_estimate",
+]
+
+
+class PlanError(ValueError):
+    """A plan that must not reach TileLang; ``violations`` lists every reason."""
+
+    def __init__(self, violations: Sequence["Violation"]):
+        self.violations = tuple(violations)
+        super().__init__("plan rejected:\n" + "\n".join(f"  - {v}" for v in self.violations))
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: ``rule`` is a short key (``dependence``, ``shared_memory``, ...)."""
+
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.message}"
+
+
+class Style(str, enum.Enum):
+    """How the plan reaches TileLang."""
+
+    WARP_SPECIALIZED = "warp_specialized"  # T.WSSchedule: TMA producer + consumer warpgroups (Hopper)
+    SOFTWARE_PIPELINE = "software_pipeline"  # T.Pipelined order=/stage= (sm_80, ROCm)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A contiguous warp range with one duty; ``max_nreg`` is its per-thread register budget (0: untouched)."""
+
+    name: str
+    warp_lo: int
+    warp_hi: int
+    max_nreg: int = 0
+
+    @property
+    def warps(self) -> int:
+        return self.warp_hi - self.warp_lo
+
+
+@dataclass(frozen=True)
+class Append:
+    """Append ``stask`` to ``role``'s program on sEU ``seu``, ``stage`` loop iterations behind."""
+
+    stask: str
+    role: str
+    seu: SEUKind
+    stage: int = 0
+
+
+@dataclass(frozen=True)
+class Wait:
+    """``stask`` waits until every sTask in ``on`` has completed (same loop iteration unless carried)."""
+
+    stask: str
+    on: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Shared buffers written by ``producer`` and read by ``consumer``, kept in ``depth`` versions.
+
+    ``scope`` is ``loop`` (one version per iteration in flight) or ``root``
+    (written once before the loop).
+    """
+
+    name: str
+    buffers: tuple[str, ...]
+    depth: int
+    producer: str
+    consumer: str
+    scope: str = "loop"
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """A pipelined mapping of one sTask-graph onto one EU.
+
+    Attributes
+    ----------
+    graph : str
+        Name of the graph it schedules.
+    target : str
+        Hardware model name.
+    style : Style
+    roles : tuple[Role, ...]
+    steps : tuple[Append | Wait, ...]
+        The primitives, in order: a role's program is its Appends in this order.
+    pipelines : tuple[Pipeline, ...]
+        Multi-versioned shared buffers (warp-specialized plans).
+    num_stages : int
+        Software-pipeline depth (``T.Pipelined(num_stages=...)``); for
+        warp-specialized plans the deepest pipeline.
+    tile : Mapping[str, int]
+        The tile parameters this plan was found for (template plans).
+    """
+
+    graph: str
+    target: str
+    style: Style
+    roles: tuple[Role, ...]
+    steps: tuple[Append | Wait, ...]
+    pipelines: tuple[Pipeline, ...] = ()
+    num_stages: int = 1
+    tile: Mapping[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ views
+    @property
+    def appends(self) -> tuple[Append, ...]:
+        return tuple(s for s in self.steps if isinstance(s, Append))
+
+    @property
+    def waits(self) -> tuple[Wait, ...]:
+        return tuple(s for s in self.steps if isinstance(s, Wait))
+
+    def append_of(self, stask: str) -> Append:
+        for a in self.appends:
+            if a.stask == stask:
+                return a
+        raise KeyError(f"plan has no Append for sTask {stask!r}")
+
+    def role(self, name: str) -> Role:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise KeyError(f"plan has no role {name!r}")
+
+    def program(self, role: str, graph: STaskGraph, placement: Placement) -> list[Append]:
+        """The role's Appends for sTasks of ``placement``, in program order."""
+        placed = {t.id for t in graph.placed(placement)}
+        return [a for a in self.appends if a.role == role and a.stask in placed]
+
+    def versions(self, buffer: str) -> int:
+        """How many copies of a shared buffer the plan keeps."""
+        depth = 1
+        for p in self.pipelines:
+            if buffer in p.buffers:
+                depth *= p.depth
+        return depth
+
+    def pipeline_of(self, buffer: str) -> Pipeline | None:
+        for p in self.pipelines:
+            if buffer in p.buffers:
+                return p
+        return None
+
+    @property
+    def num_warps(self) -> int:
+        return max(r.warp_hi for r in self.roles)
+
+    # ------------------------------------------------------------ checks
+    def violations(self, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+        """Every rule this plan breaks for ``graph`` on ``vdev`` (empty when it is valid)."""
+        out: list[Violation] = []
+        out += _check_coverage(self, graph, vdev)
+        if out:
+            return out  # the other checks assume every sTask is placed once
+        out += _check_dependences(self, graph)
+        out += _check_waits(self, graph)
+        if self.style == Style.WARP_SPECIALIZED:
+            out += _check_ws_structure(self, graph, vdev)
+        out += _check_resources(self, graph, vdev)
+        return out
+
+    def verify(self, graph: STaskGraph, vdev: VDevice) -> "ExecutionPlan":
+        """Return the plan, or raise :class:`PlanError` listing every broken rule."""
+        found = self.violations(graph, vdev)
+        if found:
+            raise PlanError(found)
+        return self
+
+    # ------------------------------------------------------------ serialization
+    def to_dict(self) -> dict:
+        steps = [{"append": asdict(s)} if isinstance(s, Append) else {"wait": {**asdict(s), "on": list(s.on)}}
+                 for s in self.steps]
+        d = {"format": "pt-tvm.plan/1", "graph": self.graph, "target": self.target, "style": self.style.value,
+             "roles": [asdict(r) for r in self.roles], "steps": steps,
+             "pipelines": [{**asdict(p), "buffers": list(p.buffers)} for p in self.pipelines],
+             "num_stages": self.num_stages, "tile": dict(self.tile)}
+        return json.loads(json.dumps(d, default=lambda o: o.value))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ExecutionPlan":
+        if d.get("format") != "pt-tvm.plan/1":
+            raise PlanError([Violation("format", f"not a pt-tvm plan (format={d.get('format')!r})")])
+        try:
+            steps = tuple(Append(**{**s["append"], "seu": SEUKind(s["append"]["seu"])}) if "append" in s
+                          else Wait(stask=s["wait"]["stask"], on=tuple(s["wait"]["on"])) for s in d["steps"])
+            return cls(graph=d["graph"], target=d["target"], style=Style(d["style"]),
+                       roles=tuple(Role(**r) for r in d["roles"]), steps=steps,
+                       pipelines=tuple(Pipeline(**{**p, "buffers": tuple(p["buffers"])}) for p in d["pipelines"]),
+                       num_stages=int(d["num_stages"]), tile=dict(d.get("tile", {})))
+        except (KeyError, TypeError, ValueError) as e:
+            raise PlanError([Violation("format", f"corrupt plan: {type(e).__name__}: {e}")]) from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "ExecutionPlan":
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise PlanError([Violation("format", f"corrupt plan JSON: {e}")]) from None
+
+    def describe(self, graph: STaskGraph) -> str:
+        """A text timeline: per role, per placement, the sTasks with their sEU and stage."""
+        lines = [f"plan for {self.graph} on {self.target}: {self.style.value}, {self.num_warps} warps, "
+                 f"num_stages={self.num_stages}" + (f", tile {dict(self.tile)}" if self.tile else "")]
+        for r in self.roles:
+            lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})" + (f", {r.max_nreg} regs/thread" if r.max_nreg else ""))
+            for placement in Placement:
+                prog = self.program(r.name, graph, placement)
+                if prog:
+                    body = "  ".join(f"{a.stask}@{a.seu.value}" + (f"[s{a.stage}]" if a.stage else "") for a in prog)
+                    lines.append(f"    {placement.value:<9} {body}")
+        for p in self.pipelines:
+            lines.append(f"  pipeline {p.name}: {', '.join(p.buffers)} x{p.depth} ({p.producer} -> {p.consumer}, {p.scope})")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- checks
+def _check_coverage(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    out = []
+    roles = {r.name for r in plan.roles}
+    counts: dict[str, int] = {}
+    for a in plan.appends:
+        counts[a.stask] = counts.get(a.stask, 0) + 1
+        if a.role not in roles:
+            out.append(Violation("coverage", f"sTask {a.stask} is appended to unknown role {a.role!r}"))
+        if not vdev.eu.has(a.seu):
+            out.append(Violation("seu", f"sTask {a.stask} is appended to a {a.seu.value} sEU that {vdev.name} lacks"))
+    for t in graph.stasks:
+        n = counts.pop(t.id, 0)
+        if n != 1:
+            out.append(Violation("coverage", f"sTask {t.id} is appended {n} times (exactly once required)"))
+        elif t.placement != Placement.LOOP and plan.append_of(t.id).stage != 0:
+            out.append(Violation("stage", f"sTask {t.id} is outside the loop but has stage {plan.append_of(t.id).stage}"))
+        elif plan.append_of(t.id).stage < 0:
+            out.append(Violation("stage", f"sTask {t.id} has a negative stage"))
+        elif not _seu_fits(t, plan.append_of(t.id).seu):
+            out.append(Violation("seu", f"sTask {t.id} ({t.op.value}) cannot run on a {plan.append_of(t.id).seu.value} sEU"))
+    for extra in counts:
+        out.append(Violation("coverage", f"plan appends {extra!r}, which is not an sTask of graph {graph.name!r}"))
+    return out
+
+
+def _seu_fits(t: STask, seu: SEUKind) -> bool:
+    if seu == t.seu:
+        return True
+    if t.op == OpKind.COPY:  # a bulk copy may fall back to the load/store path
+        return t.seu == SEUKind.TMA and seu == SEUKind.LSU
+    return t.seu == SEUKind.SFU and seu == SEUKind.CUDA_CORE
+
+
+def _position(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[str, int]]:
+    """sTask -> (role, index in the role's loop program)."""
+    pos = {}
+    for r in plan.roles:
+        for i, a in enumerate(plan.program(r.name, graph, Placement.LOOP)):
+            pos[a.stask] = (r.name, i)
+    return pos
+
+
+def effective_distance(plan: ExecutionPlan, graph: STaskGraph, e: Edge) -> int:
+    """Loop distance of a dependence once buffer versions are counted (WAR/WAW on versioned buffers relax)."""
+    if e.kind == DepKind.RAW:
+        return e.distance
+    return e.distance + plan.versions(e.buffer) - 1
+
+
+def _check_dependences(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """Same-role loop dependences must hold in the stage-shifted order; cross-role ones need a pipeline."""
+    out = []
+    pos = _position(plan, graph)
+    role_of = {a.stask: a.role for a in plan.appends}
+    for e in graph.edges:
+        src, dst = graph.stask(e.src), graph.stask(e.dst)
+        if role_of[e.src] != role_of[e.dst]:
+            if plan.pipeline_of(e.buffer) is None:
+                out.append(Violation("dependence", f"{e.kind.value} {e.src} -> {e.dst} on {e.buffer} crosses roles "
+                                     f"{role_of[e.src]} -> {role_of[e.dst]} without a pipeline"))
+            continue
+        if src.placement != Placement.LOOP or dst.placement != Placement.LOOP:
+            continue  # prologue before loop before epilogue, within one role
+        s_src, s_dst = plan.append_of(e.src).stage, plan.append_of(e.dst).stage
+        d = effective_distance(plan, graph, e)
+        before = (s_src, pos[e.src][1]) < (d + s_dst, pos[e.dst][1])
+        if not before and not (e.src == e.dst and s_src < d + s_dst):
+            out.append(Violation(
+                "dependence",
+                f"{e.kind.value} {e.src} -> {e.dst} on {e.buffer} (distance {e.distance}) is broken: "
+                f"{e.src} at stage {s_src} position {pos[e.src][1]} runs after {e.dst} at stage {s_dst} "
+                f"position {pos[e.dst][1]} of the iteration it must precede"))
+    return out
+
+
+def _check_waits(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """Every cross-role RAW dependence is covered by a Wait."""
+    role_of = {a.stask: a.role for a in plan.appends}
+    waited = {(w.stask, o) for w in plan.waits for o in w.on}
+    return [Violation("wait", f"{e.dst} reads {e.buffer} written by {e.src} in role {role_of[e.src]} "
+                      f"but has no Wait on it")
+            for e in graph.edges
+            if e.kind == DepKind.RAW and role_of[e.src] != role_of[e.dst] and (e.dst, e.src) not in waited]
+
+
+def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """What MaterializeWSSchedule can express: warpgroup-aligned roles, stages only through pipeline spans."""
+    out = []
+    wg = vdev.eu.warpgroup_warps
+    if plan.num_warps % wg:
+        out.append(Violation("threads", f"{plan.num_warps} warps is not a whole number of {wg}-warp warpgroups"))
+    piped = {b: p for p in plan.pipelines for b in p.buffers}
+    for p in plan.pipelines:
+        for b in p.buffers:
+            if graph.buffers[b].scope != "shared":
+                out.append(Violation("pipeline", f"pipeline {p.name} versions {b}, which is not in shared memory"))
+        if p.depth < 1:
+            out.append(Violation("pipeline", f"pipeline {p.name} has depth {p.depth}"))
+    loop_piped = {b for b, p in piped.items() if p.scope == "loop"}
+    for a in plan.appends:
+        t = graph.stask(a.stask)
+        if a.stage and t.placement == Placement.LOOP and not (t.read_buffers() | t.write_buffers()) & loop_piped:
+            out.append(Violation("stage", f"sTask {a.stask} has stage {a.stage} but touches no pipeline buffer; "
+                                 f"a warp-specialized stage offset comes from a pipeline span"))
+    for p in plan.pipelines:
+        stages = {plan.append_of(t.id).stage for t in graph.loop_stasks
+                  if set(p.buffers) & t.read_buffers() and plan.append_of(t.id).role == p.consumer}
+        if len(stages) > 1:
+            out.append(Violation("stage", f"readers of pipeline {p.name} sit at different stages {sorted(stages)}"))
+    return out
+
+
+def register_estimate(graph: STaskGraph, threads: int) -> int:
+    """32-bit registers per thread that the fragments need when spread over ``threads`` threads, plus overhead."""
+    frag = sum(b.nbytes or 0 for b in graph.buffers.values() if b.scope in ("fragment", "local"))
+    return int(math.ceil(frag / 4 / max(threads, 1))) + _REG_OVERHEAD
+
+
+_REG_OVERHEAD = 40  # addresses, loop state, wgmma descriptors, temporaries (fits ptxas reports of the FA kernels)
+
+
+def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
+    """Shared memory the plan allocates: every shared buffer times its versions, plus mbarriers."""
+    total = sum((b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared")
+    barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
+    return total + barriers
+
+
+def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    out = []
+    eu = vdev.eu
+    smem = shared_bytes(plan, graph)
+    if smem > eu.smem_per_block:
+        out.append(Violation("shared_memory", f"needs {smem} B of shared memory, {smem - eu.smem_per_block} B over "
+                             f"the {eu.smem_per_block} B a block may use on {vdev.name}"))
+    threads = plan.num_warps * eu.warp_size
+    if threads > eu.max_threads_per_block:
+        out.append(Violation("threads", f"{threads} threads, {threads - eu.max_threads_per_block} over the "
+                             f"{eu.max_threads_per_block} a block may have"))
+    compute_roles = [r for r in plan.roles if any(
+        a.role == r.name and a.seu != SEUKind.TMA for a in plan.appends)]
+    compute_threads = sum(r.warps for r in compute_roles) * eu.warp_size
+    need = register_estimate(graph, compute_threads)
+    total = 0
+    for r in plan.roles:
+        budget = r.max_nreg or eu.max_regs_per_thread
+        rthreads = (r.warps if plan.style != Style.WARP_SPECIALIZED
+                    else math.ceil(r.warps / eu.warpgroup_warps) * eu.warpgroup_warps) * eu.warp_size
+        total += rthreads * (budget if r.max_nreg else min(need, budget))
+        if r.max_nreg and not (eu.min_regs_per_thread <= r.max_nreg <= 256 and r.max_nreg % eu.reg_alloc_granularity == 0):
+            out.append(Violation("registers", f"role {r.name}: max_nreg {r.max_nreg} is not a multiple of "
+                                 f"{eu.reg_alloc_granularity} in [{eu.min_regs_per_thread}, 256]"))
+        if r in compute_roles and need > min(budget, eu.max_regs_per_thread):
+            out.append(Violation("registers", f"role {r.name}: fragments need ~{need} registers per thread, "
+                                 f"{need - min(budget, eu.max_regs_per_thread)} over its budget of "
+                                 f"{min(budget, eu.max_regs_per_thread)}"))
+    if total > eu.regs_per_eu:
+        out.append(Violation("registers", f"roles hold {total} registers in total, {total - eu.regs_per_eu} over the "
+                             f"{eu.regs_per_eu} of one {eu.name}"))
+    return out

@@ -1,0 +1,175 @@
+"""Plan construction: turn one point of the search space into an ExecutionPlan of Appends and Waits.
+
+Two plan shapes, one per emission style:
+
+* warp-specialized (Hopper): a TMA producer warp streams global->shared tiles
+  through pipelines of ``depth`` versions; ``consumer_wgs`` consumer warpgroups
+  run everything else, reading each pipeline at a chosen stage.
+* software-pipelined (sm_80, ROCm): one role; loads at stage 0, the rest at
+  ``num_stages - 1``.
+
+Within a role the order is a topological order of the sTasks under the stage
+offsets (the paper's priority list scheduling): an edge whose source runs in
+the same step as its destination fixes their order; the priority picks among
+the ready sTasks.
+"""
+from __future__ import annotations
+
+import enum
+import heapq
+from typing import Callable, Mapping, Sequence
+
+from .graph import DepKind, OpKind, Placement, STask, STaskGraph
+from .hw import SEUKind, VDevice
+from .plan import Append, ExecutionPlan, Pipeline, Role, Style, Wait
+
+__all__ = ["Priority", "is_load", "warp_specialized", "software_pipelined", "order_role", "consumer_nreg"]
+
+PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
+PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
+
+
+class Priority(str, enum.Enum):
+    """How list scheduling picks among ready sTasks."""
+
+    PROGRAM = "program"  # the order the kernel was written in
+    TENSOR_FIRST = "tensor_first"  # issue tensor-core sTasks as early as possible (async overlap)
+    OLDEST_FIRST = "oldest_first"  # sTasks of older iterations (higher stage) first
+
+
+def is_load(t: STask, graph: STaskGraph) -> bool:
+    """A global -> shared copy: the work a producer role (or an async copy stage) takes."""
+    return (t.op == OpKind.COPY and bool(t.reads) and bool(t.writes)
+            and t.reads[0].scope == "global" and t.writes[0].scope == "shared")
+
+
+def consumer_nreg(vdev: VDevice, consumer_wgs: int) -> int:
+    """The largest setmaxnreg budget the consumers can take after the producer warpgroup's share."""
+    eu = vdev.eu
+    free = eu.regs_per_eu - eu.warpgroup_threads * PRODUCER_NREG
+    per = free // (eu.warpgroup_threads * consumer_wgs)
+    per -= per % eu.reg_alloc_granularity
+    return min(per, 240)
+
+
+def _key(priority: Priority | Mapping[str, float], t: STask, stage: int) -> tuple:
+    if isinstance(priority, Mapping):
+        return (priority.get(t.id, 0.0), t.index)
+    if priority == Priority.TENSOR_FIRST:
+        return (t.seu != SEUKind.TENSOR_CORE, t.index)
+    if priority == Priority.OLDEST_FIRST:
+        return (-stage, t.index)
+    return (t.index,)
+
+
+def order_role(graph: STaskGraph, stasks: Sequence[STask], stage: Mapping[str, int],
+               versions: Callable[[str], int], priority: Priority | Mapping[str, float]) -> list[STask] | None:
+    """A list-scheduled order of one role's loop sTasks, or None when the stages admit none."""
+    members = {t.id: t for t in stasks}
+    succ: dict[str, set[str]] = {t.id: set() for t in stasks}
+    indeg = {t.id: 0 for t in stasks}
+    for e in graph.edges:
+        if e.src not in members or e.dst not in members:
+            continue
+        d = e.distance if e.kind == DepKind.RAW else e.distance + versions(e.buffer) - 1
+        gap = d + stage[e.dst] - stage[e.src]
+        if gap < 0 or (gap == 0 and e.src == e.dst):
+            return None  # the source would run in a later step than the instance it must precede
+        if gap == 0 and e.dst not in succ[e.src]:
+            succ[e.src].add(e.dst)
+            indeg[e.dst] += 1
+    heap = [(_key(priority, t, stage[t.id]), t.id) for t in stasks if indeg[t.id] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, sid = heapq.heappop(heap)
+        out.append(members[sid])
+        for nxt in sorted(succ[sid]):
+            indeg[nxt] -= 1
+            if indeg[nxt] == 0:
+                heapq.heappush(heap, (_key(priority, members[nxt], stage[nxt]), nxt))
+    return out if len(out) == len(stasks) else None
+
+
+def _cross_role_waits(graph: STaskGraph, role_of: Mapping[str, str]) -> list[Wait]:
+    on: dict[str, list[str]] = {}
+    for e in graph.edges:
+        if e.kind == DepKind.RAW and role_of[e.src] != role_of[e.dst] and e.src not in on.get(e.dst, []):
+            on.setdefault(e.dst, []).append(e.src)
+    return [Wait(dst, tuple(srcs)) for dst, srcs in on.items()]
+
+
+def _pipelines(graph: STaskGraph, loads: Sequence[STask], depth: int, producer: str, consumer: str) -> list[Pipeline]:
+    """One pipeline per group of loaded buffers that the same sTasks read (e.g. K apart from V, A with B)."""
+    groups: dict[tuple, list[str]] = {}
+    for t in loads:
+        buf = t.writes[0].buffer
+        readers = tuple(sorted(r.id for r in graph.stasks if buf in r.read_buffers()))
+        groups.setdefault((t.placement, readers), []).append(buf)
+    out = []
+    for (placement, _), bufs in groups.items():
+        scope = "loop" if placement == Placement.LOOP else "root"
+        out.append(Pipeline(f"p_{bufs[0]}", tuple(dict.fromkeys(bufs)), depth if scope == "loop" else 1,
+                            producer, consumer, scope))
+    return out
+
+
+def warp_specialized(graph: STaskGraph, vdev: VDevice, *, consumer_wgs: int, depth: int,
+                     pipeline_stage: Mapping[str, int], priority: Priority | Mapping[str, float],
+                     tile: Mapping[str, int] | None = None) -> ExecutionPlan | None:
+    """A producer/consumer plan; None when the stage choice admits no order.
+
+    ``pipeline_stage`` maps a loaded buffer to the stage its readers run at (default 0).
+    """
+    wg = vdev.eu.warpgroup_warps
+    loads = [t for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE]
+    load_ids = {t.id for t in loads}
+    pipes = _pipelines(graph, loads, depth, PRODUCER, CONSUMER)
+    piped = {b: p for p in pipes for b in p.buffers}
+    stage: dict[str, int] = {}
+    for t in graph.stasks:
+        stages = {pipeline_stage.get(piped[b].buffers[0], 0) for b in t.read_buffers()
+                  if b in piped and piped[b].scope == "loop"}
+        if len(stages) > 1:
+            return None
+        stage[t.id] = stages.pop() if stages and t.id not in load_ids and t.placement == Placement.LOOP else 0
+    role_of = {t.id: PRODUCER if t.id in load_ids else CONSUMER for t in graph.stasks}
+    versions = (lambda b: piped[b].depth if b in piped else 1)
+    consumers = [t for t in graph.loop_stasks if role_of[t.id] == CONSUMER]
+    order = order_role(graph, consumers, stage, versions, priority)
+    if order is None:
+        return None
+    roles = (Role(PRODUCER, 0, 1, PRODUCER_NREG),
+             Role(CONSUMER, wg, wg + wg * consumer_wgs, consumer_nreg(vdev, consumer_wgs)))
+
+    def app(t: STask) -> Append:
+        return Append(t.id, role_of[t.id], t.seu, stage[t.id])
+
+    steps: list = [app(t) for t in graph.placed(Placement.PROLOGUE)]
+    steps += [app(t) for t in graph.loop_stasks if role_of[t.id] == PRODUCER]
+    steps += [app(t) for t in order]
+    steps += [app(t) for t in graph.placed(Placement.EPILOGUE)]
+    steps += _cross_role_waits(graph, role_of)
+    return ExecutionPlan(graph=graph.name, target=vdev.name, style=Style.WARP_SPECIALIZED, roles=roles,
+                         steps=tuple(steps), pipelines=tuple(pipes), num_stages=depth, tile=dict(tile or {}))
+
+
+def software_pipelined(graph: STaskGraph, vdev: VDevice, *, num_stages: int, threads: int,
+                       priority: Priority | Mapping[str, float],
+                       tile: Mapping[str, int] | None = None) -> ExecutionPlan | None:
+    """A single-role plan for T.Pipelined: loads at stage 0, everything else at ``num_stages - 1``."""
+    loads = [t for t in graph.loop_stasks if is_load(t, graph)]
+    load_ids = {t.id for t in loads}
+    last = num_stages - 1
+    stage = {t.id: (0 if t.id in load_ids or t.placement != Placement.LOOP else last) for t in graph.stasks}
+    pipes = _pipelines(graph, loads, num_stages, BLOCK, BLOCK) if last else []
+    piped = {b: p for p in pipes for b in p.buffers}
+    order = order_role(graph, list(graph.loop_stasks), stage, lambda b: piped[b].depth if b in piped else 1, priority)
+    if order is None:
+        return None
+    seu = {t.id: (SEUKind.LSU if t.seu == SEUKind.TMA else t.seu) for t in graph.stasks}
+    roles = (Role(BLOCK, 0, max(1, threads // vdev.eu.warp_size), 0),)
+    steps = [Append(t.id, BLOCK, seu[t.id], stage[t.id])
+             for t in (*graph.placed(Placement.PROLOGUE), *order, *graph.placed(Placement.EPILOGUE))]
+    return ExecutionPlan(graph=graph.name, target=vdev.name, style=Style.SOFTWARE_PIPELINE, roles=roles,
+                         steps=tuple(steps), pipelines=tuple(pipes), num_stages=num_stages, tile=dict(tile or {}))

@@ -1,0 +1,191 @@
+"""Two-level search for an execution plan, priced by the cost model and gated by ``plan.verify``.
+
+Inter-EU: candidate tiles (a template's block sizes, and the number of consumer
+warpgroups) partition the output over EUs; each tile is a graph. Intra-EU: per
+graph, the stage of each pipeline's readers, the pipeline depth, and the order
+of sTasks in each role: list-scheduled orders under several priorities, plus
+every placement of each asynchronous (tensor-core) sTask in the program order,
+since where an async sTask is issued decides what it overlaps. Every candidate
+passes :meth:`ExecutionPlan.verify` before it is priced; the fastest predicted
+plan wins. Deterministic for a given seed.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .cost import Calibration, Estimate, estimate
+from .graph import OpKind, Placement, STaskGraph
+from .hw import SEUKind, VDevice
+from .plan import Append, ExecutionPlan, PlanError, Style
+from .planners import Priority, is_load, software_pipelined, warp_specialized
+
+__all__ = ["Candidate", "SearchResult", "SearchSpace", "search_graph", "search", "NoValidPlan"]
+
+
+class NoValidPlan(PlanError):
+    """Every candidate broke a rule; ``violations`` holds the most common reasons."""
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the intra-EU search enumerates (defaults cover the paper's space for one loop)."""
+
+    consumer_wgs: tuple[int, ...] = (1, 2)
+    depths: tuple[int, ...] = (1, 2, 3, 4)
+    max_stage: int = 1
+    random_orders: int = 4
+
+
+@dataclass(frozen=True)
+class Candidate:
+    plan: ExecutionPlan
+    estimate: Estimate
+    graph: STaskGraph
+    note: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.estimate.seconds
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The winner, the runners-up, and how the search got there."""
+
+    best: Candidate
+    ranked: tuple[Candidate, ...]
+    considered: int
+    rejected: Mapping[str, int]
+    seconds: float
+    flops: float | None = None
+
+    def explain(self, top: int = 5) -> str:
+        lines = [f"searched {self.considered} candidate plans in {self.seconds:.2f} s "
+                 f"({sum(self.rejected.values())} rejected by verify: "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) + ")"]
+        for i, c in enumerate(self.ranked[:top]):
+            tf = f", {self.flops / c.seconds / 1e12:.0f} TFLOP/s" if self.flops else ""
+            e = c.estimate
+            lines.append(f"  #{i + 1} {c.seconds * 1e6:9.1f} us{tf}  {e.cycles_per_iteration:.0f} cyc/iter, "
+                         f"bottleneck {e.bottleneck()} {e.busy.get(e.bottleneck(), 0):.0%}  {c.note}")
+        b = self.best.estimate
+        lines.append(f"winner: {self.best.note}; its steady state keeps "
+                     + ", ".join(f"{k} {v:.0%}" for k, v in sorted(b.busy.items(), key=lambda kv: -kv[1]))
+                     + " busy")
+        return "\n".join(lines)
+
+
+def _async_moves(order: Sequence[Append], graph: STaskGraph, vdev: VDevice) -> Iterable[list[Append]]:
+    """Each asynchronous compute sTask moved to every other position of ``order``."""
+    for i, a in enumerate(order):
+        seu = vdev.eu.seu(a.seu)
+        if not seu.is_async or a.seu in (SEUKind.TMA, SEUKind.LSU):
+            continue
+        rest = [*order[:i], *order[i + 1:]]
+        for j in range(len(rest) + 1):
+            if j != i:
+                yield [*rest[:j], a, *rest[j:]]
+
+
+def _reordered(plan: ExecutionPlan, role: str, graph: STaskGraph, order: list[Append]) -> ExecutionPlan:
+    loop = {t.id for t in graph.loop_stasks}
+    it = iter(order)
+    steps = tuple(next(it) if isinstance(s, Append) and s.role == role and s.stask in loop else s for s in plan.steps)
+    return ExecutionPlan(plan.graph, plan.target, plan.style, plan.roles, steps, plan.pipelines, plan.num_stages,
+                         plan.tile)
+
+
+def _base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
+                tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
+    priorities: list[Any] = list(Priority)
+    ids = [t.id for t in graph.loop_stasks]
+    for _ in range(space.random_orders):
+        priorities.append({sid: rng.random() for sid in ids})
+
+    def pname(p: Any) -> str:
+        return p.value if isinstance(p, Priority) else "random"
+
+    if "warp_specialization" in vdev.features:
+        loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if is_load(t, graph)})
+        for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
+            for stages in itertools.product(range(space.max_stage + 1), repeat=len(loaded)):
+                ps = dict(zip(loaded, stages))
+                for pr in priorities:
+                    note = (f"warp-specialized {wgs} consumer WG, depth {depth}, "
+                            f"stages {ps or '{}'}, {pname(pr)} order")
+                    yield warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage=ps,
+                                           priority=pr, tile=tile), note
+    else:
+        for n in space.depths:
+            for pr in priorities:
+                yield (software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=pr, tile=tile),
+                       f"software-pipelined num_stages {n}, {pname(pr)} order")
+
+
+def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
+                 calibration: Calibration | None = None, tile: Mapping[str, Any] | None = None,
+                 stats: Counter | None = None) -> list[Candidate]:
+    """Every verified candidate plan for one graph, fastest predicted first."""
+    rng = random.Random(seed)
+    stats = stats if stats is not None else Counter()
+    seen: set = set()
+    out: list[Candidate] = []
+
+    def consider(plan: ExecutionPlan, note: str) -> None:
+        key = (plan.roles, plan.steps, plan.pipelines)
+        if key in seen:
+            return
+        seen.add(key)
+        stats["considered"] += 1
+        violations = plan.violations(graph, vdev)
+        if violations:
+            for v in {v.rule for v in violations}:
+                stats["rejected:" + v] += 1
+            return
+        out.append(Candidate(plan, estimate(plan, graph, vdev, calibration), graph, note))
+
+    bases = [(p, n) for p, n in _base_plans(graph, vdev, space, rng, tile or {}) if p is not None]
+    for plan, note in bases:
+        consider(plan, note)
+    # local search: re-place asynchronous sTasks in the best few base orders of each configuration
+    best_by_config: dict[tuple, Candidate] = {}
+    for c in out:
+        cfg = (c.plan.roles, c.plan.pipelines, tuple(a.stage for a in c.plan.appends))
+        if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
+            best_by_config[cfg] = c
+    for c in list(best_by_config.values()):
+        for role in c.plan.roles:
+            order = c.plan.program(role.name, graph, Placement.LOOP)
+            for moved in _async_moves(order, graph, vdev):
+                consider(_reordered(c.plan, role.name, graph, moved), c.note.rsplit(",", 1)[0] + ", async sTask moved")
+    out.sort(key=lambda c: (c.seconds, c.note))
+    return out
+
+
+def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
+           calibration: Calibration | None = None, tiles: Sequence[Mapping[str, Any]] | None = None,
+           flops: float | None = None) -> SearchResult:
+    """Search over candidate graphs (one per tile: the inter-EU level) and their plans (the intra-EU level).
+
+    Raises :class:`NoValidPlan` when no candidate passes verification.
+    """
+    t0 = time.perf_counter()
+    stats: Counter = Counter()
+    ranked: list[Candidate] = []
+    for i, graph in enumerate(graphs):
+        ranked += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration,
+                               tile=(tiles[i] if tiles else None), stats=stats)
+    ranked.sort(key=lambda c: (c.seconds, c.note))
+    rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
+    if not ranked:
+        from .plan import Violation
+
+        raise NoValidPlan([Violation(rule, f"{n} candidates broke it") for rule, n in
+                           sorted(rejected.items(), key=lambda kv: -kv[1])])
+    return SearchResult(best=ranked[0], ranked=tuple(ranked), considered=stats["considered"], rejected=rejected,
+                        seconds=time.perf_counter() - t0, flops=flops)
