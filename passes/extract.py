@@ -63,6 +63,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     block = find_root_block(func, name)
     grid, threads = launch_info(func, block)
     buffers = _buffers(func, block)
+    binds = {s.var: s.value for s in top_level(block.body) if isinstance(s, tirx.Bind)}
     stmts = [s for s in top_level(block.body) if not isinstance(s, tirx.Bind)]
     loops = [i for i, s in enumerate(stmts) if is_pipelined(s)]
     if not loops:
@@ -87,7 +88,8 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
         id=annotation_str(loop.annotations.get("tl.ws_op_id")) or LOOP_ID,
         var=loop.loop_var.name,
         extent=str(loop.extent),
-        trip_count=_mean_trip_count(loop.extent, grid, func),
+        trip_count=_mean_trip_count(tirx.stmt_functor.substitute(loop.extent, binds) if binds else loop.extent,
+                                    grid),
         annotations={k: str(v) for k, v in loop.annotations.items()},
     )
     return STaskGraph(name=name, target=vdev.name, stasks=tuple(stasks), edges=dependences(stasks, buffers),
@@ -232,7 +234,8 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         tile = (m, n, k)
         flops = 2.0 * m * n * k
         nbytes = float(sum((r.elements() or 0) * _elem_bytes(r, buffers) for r in (a, b) if r.scope == "shared"))
-        attrs.update(trans_a=str(trans_a), trans_b=str(trans_b), a_scope=a.scope)
+        attrs.update(trans_a=str(trans_a), trans_b=str(trans_b), a_scope=a.scope,
+                     policy=str(int(scalars[5])) if len(scalars) > 5 else "0")
         if len(scalars) > 6 and not bool(scalars[6]):  # clear_accum=False: C is accumulated
             reads = _with(reads, c)
         seu = SEUKind.TENSOR_CORE
@@ -251,7 +254,8 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         flops = float(src.elements() or 0)
         reduce_type = next((str(s.value) for s in scalars if isinstance(s, tirx.StringImm)), op.rsplit(".", 1)[-1])
         clear = next((bool(s) for s in scalars if isinstance(s, tirx.IntImm) and s.dtype == "bool"), True)
-        attrs.update(reduce=reduce_type, clear=str(clear))
+        dim = next((int(x) for x in scalars if isinstance(x, tirx.IntImm) and x.dtype != "bool"), -1)
+        attrs.update(reduce=reduce_type, clear=str(clear), dim=str(dim))
         if not clear:  # accumulates into dst: the old value is read
             reads = _with(reads, dst)
         seu = SEUKind.CUDA_CORE
@@ -324,7 +328,15 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
                  tile_shape=tuple(e for e in extents if e is not None), reads=acc_reads, writes=acc_writes,
                  flops=float(ops[0] * trips), sfu_ops=float(sfu[0] * trips), bytes=0.0, seu=seu,
                  dtype=str(next(iter(writes.values())).buffer.dtype) if writes else "",
-                 attrs={"full_writes": ",".join(sorted(k for k, v in kill.items() if v))})
+                 attrs={"full_writes": ",".join(sorted(k for k, v in kill.items() if v)),
+                        "axes": _axes([*reads.values(), *writes.values()], loop_vars)})
+
+
+def _axes(nodes: list, loop_vars: list) -> str:
+    """``buf:i,j;...``: which loop variable indexes each dim (``-`` for other index expressions)."""
+    names = {v.name for v in loop_vars}
+    return ";".join(f"{n.buffer.name}:" + ",".join(i.name if isinstance(i, tirx.Var) and i.name in names else "-"
+                                                  for i in n.indices) for n in nodes)
 
 
 def _loop_vars(stmt: tirx.Stmt) -> list[tirx.Var]:
@@ -371,7 +383,7 @@ def _with(accesses: list[Access], a: Access) -> list[Access]:
     return accesses if any(x.buffer == a.buffer for x in accesses) else [*accesses, a]
 
 
-def _mean_trip_count(extent: Any, grid: dict, func: tirx.PrimFunc) -> float:
+def _mean_trip_count(extent: Any, grid: dict) -> float:
     """The loop's trip count; averaged over the launch index when it depends on one (causal masks)."""
     if isinstance(extent, tirx.IntImm):
         return float(extent.value)

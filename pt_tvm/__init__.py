@@ -10,7 +10,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "extract"]
+__all__ = ["__version__", "extract", "schedule", "schedule_template", "lower", "compile"]
 
 
 def extract(prim_func: Any, target: Any = None):
@@ -21,3 +21,12 @@ def extract(prim_func: Any, target: Any = None):
     from .passes import extract_stask_graph
 
     return extract_stask_graph(prim_func, target)
+
+
+def __getattr__(name: str) -> Any:
+    """The flow functions import TileLang; load them on first use so ``import pt_tvm`` stays light."""
+    if name in ("schedule", "schedule_template", "lower", "compile"):
+        from . import compiler
+
+        return getattr(compiler, name)
+    raise AttributeError(f"module 'pt_tvm' has no attribute {name!r}")

@@ -153,35 +153,35 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     servers = {k: [0.0] * n for k, n in _SERVERS.items()}
     busy = {k: 0.0 for k in _SERVERS}
     done: dict[tuple[str, str, int], float] = {}  # (stream, stask, iteration) -> completion
-    edges_into: dict[str, list] = {}
+    edges_into: dict[str, list] = {}  # dst -> (src, src placement, effective distance, src role)
     for e in graph.edges:
-        edges_into.setdefault(e.dst, []).append(e)
+        edges_into.setdefault(e.dst, []).append(
+            (e.src, graph.stask(e.src).placement, effective_distance(plan, graph, e), plan.append_of(e.src).role))
     events: list[Event] = []
     iter_done = [0.0] * iters
 
     def deps(stream: _Stream, t: STask, it: int) -> float | None:
         """When the sTask instance's dependences complete; None while one is not simulated yet."""
         ready = 0.0
-        for e in edges_into.get(t.id, ()):
-            src = graph.stask(e.src)
-            if src.placement == Placement.LOOP and t.placement == Placement.LOOP:
-                src_it = it - effective_distance(plan, graph, e)
+        for src, src_place, dist, src_role in edges_into.get(t.id, ()):
+            if src_place == Placement.LOOP and t.placement == Placement.LOOP:
+                src_it = it - dist
                 if src_it < 0:
                     continue
-            elif src.placement == Placement.LOOP:  # the epilogue reads the last iteration
+            elif src_place == Placement.LOOP:  # the epilogue reads the last iteration
                 src_it = iters - 1
-            elif t.placement == Placement.PROLOGUE or src.placement == Placement.PROLOGUE:
+            elif t.placement == Placement.PROLOGUE or src_place == Placement.PROLOGUE:
                 src_it = -1
             else:
                 continue  # an epilogue sTask feeding back into nothing earlier
-            src_role = plan.append_of(e.src).role
             for o in ([stream] if src_role == stream.role else role_streams[src_role]):
-                if (o.name, e.src, src_it) not in done:
-                    if src_role == stream.role and o is stream and src.placement == t.placement == Placement.LOOP \
-                            and src_it == it and plan_pos[e.src] > plan_pos[t.id]:
+                when = done.get((o.name, src, src_it))
+                if when is None:
+                    if o is stream and src_place == t.placement == Placement.LOOP and src_it == it \
+                            and plan_pos[src] > plan_pos[t.id]:
                         continue  # verify() rejects such plans; don't deadlock on them here
                     return None
-                ready = max(ready, done[(o.name, e.src, src_it)])
+                ready = max(ready, when)
         return ready
 
     def run(stream: _Stream, a: Append, it: int, start: float) -> None:

@@ -11,6 +11,7 @@ plain, frozen data: it serializes to JSON and renders to Graphviz DOT.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, field, replace
@@ -231,10 +232,14 @@ class STaskGraph:
                 raise GraphError(f"graph {self.name!r}: edge {e.src}->{e.dst} names an unknown sTask")
 
     def stask(self, sid: str) -> STask:
-        for t in self.stasks:
-            if t.id == sid:
-                return t
-        raise KeyError(f"graph {self.name!r} has no sTask {sid!r}")
+        try:
+            return self._by_id[sid]
+        except KeyError:
+            raise KeyError(f"graph {self.name!r} has no sTask {sid!r}") from None
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, STask]:
+        return {t.id: t for t in self.stasks}
 
     def placed(self, placement: Placement) -> tuple[STask, ...]:
         return tuple(t for t in self.stasks if t.placement == placement)

@@ -16,6 +16,7 @@ registers or threads, naming the limit and by how much.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -144,19 +145,23 @@ class ExecutionPlan:
     tile: Mapping[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------ views
-    @property
+    @functools.cached_property
     def appends(self) -> tuple[Append, ...]:
         return tuple(s for s in self.steps if isinstance(s, Append))
+
+    @functools.cached_property
+    def _by_stask(self) -> dict[str, Append]:
+        return {a.stask: a for a in self.appends}
 
     @property
     def waits(self) -> tuple[Wait, ...]:
         return tuple(s for s in self.steps if isinstance(s, Wait))
 
     def append_of(self, stask: str) -> Append:
-        for a in self.appends:
-            if a.stask == stask:
-                return a
-        raise KeyError(f"plan has no Append for sTask {stask!r}")
+        try:
+            return self._by_stask[stask]
+        except KeyError:
+            raise KeyError(f"plan has no Append for sTask {stask!r}") from None
 
     def role(self, name: str) -> Role:
         for r in self.roles:
@@ -368,6 +373,26 @@ def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -
                   if set(p.buffers) & t.read_buffers() and plan.append_of(t.id).role == p.consumer}
         if len(stages) > 1:
             out.append(Violation("stage", f"readers of pipeline {p.name} sit at different stages {sorted(stages)}"))
+    out += _check_warp_split(plan, graph, vdev)
+    return out
+
+
+_FULL_ROW = "1"  # tl GemmWarpPolicy.FullRow
+
+
+def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """Each consumer warpgroup's wgmma needs 64 rows of every gemm tile (FullRow splits rows only)."""
+    out = []
+    role_of = {a.stask: a.role for a in plan.appends}
+    for t in graph.stasks:
+        if t.op != OpKind.GEMM:
+            continue
+        wgs = plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps
+        m, n = t.tile_shape[0], t.tile_shape[1]
+        split = m // 64 if t.attrs.get("policy") == _FULL_ROW else (m // 64) * max(1, n // 64)
+        if m % 64 or split < wgs or split % wgs:
+            out.append(Violation("threads", f"{t.id}: a {m}x{n} gemm tile cannot be split over {wgs} consumer "
+                                 f"warpgroups (wgmma takes 64 rows per warpgroup)"))
     return out
 
 

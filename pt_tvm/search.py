@@ -100,6 +100,14 @@ def _reordered(plan: ExecutionPlan, role: str, graph: STaskGraph, order: list[Ap
                          plan.tile)
 
 
+_RESOURCE_RULES = {"shared_memory", "registers", "threads"}
+
+
+def _resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> bool:
+    """Whether the plan breaks a limit that no reordering can fix."""
+    return any(v.rule in _RESOURCE_RULES for v in plan.violations(graph, vdev))
+
+
 def _base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
                 tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
     priorities: list[Any] = list(Priority)
@@ -113,6 +121,11 @@ def _base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: rando
     if "warp_specialization" in vdev.features:
         loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if is_load(t, graph)})
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
+            probe = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},
+                                     priority=Priority.PROGRAM, tile=tile)
+            if probe is not None and _resource_bound(probe, graph, vdev):
+                yield probe, f"warp-specialized {wgs} consumer WG, depth {depth}"
+                continue  # no order or stage choice fixes shared memory, registers or threads
             for stages in itertools.product(range(space.max_stage + 1), repeat=len(loaded)):
                 ps = dict(zip(loaded, stages))
                 for pr in priorities:
@@ -122,6 +135,11 @@ def _base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: rando
                                            priority=pr, tile=tile), note
     else:
         for n in space.depths:
+            probe = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM,
+                                       tile=tile)
+            if probe is not None and _resource_bound(probe, graph, vdev):
+                yield probe, f"software-pipelined num_stages {n}"
+                continue
             for pr in priorities:
                 yield (software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=pr, tile=tile),
                        f"software-pipelined num_stages {n}, {pname(pr)} order")
