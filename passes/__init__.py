@@ -6,3 +6,6 @@ __all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "GRAPH_ATTR",
 from .apply import ApplyPipelineSchedule, ScheduleMismatch, apply_plan
 
 __all__ += ["ApplyPipelineSchedule", "apply_plan", "ScheduleMismatch"]
+from .pipethreader import PipeThreader
+
+__all__ += ["PipeThreader"]

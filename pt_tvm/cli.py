@@ -18,6 +18,9 @@ see `pt-tvm templates`. Targets: h100, h200 (Hopper), a100, mi300x, or a chip fi
 _EXAMPLES = """\
 examples:
   pt-tvm templates
+  pt-tvm schedule flash_attention --target h100
+  pt-tvm schedule flash_attention --target h100 --param dim=256 --plot fa256.png
+  pt-tvm schedule gemm --target a100 --param M=4096 --param N=4096 --param K=4096
   pt-tvm graph flash_attention --target h100
   pt-tvm graph flash_attention --target h100 --param dim=64 --param causal=true --out fa
   pt-tvm graph gemm --target a100 --param M=2048 --param dtype=bfloat16
@@ -63,6 +66,49 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_schedule(args: argparse.Namespace) -> int:
+    from . import cost, hw, templates
+    from .compiler import schedule_template
+    from .search import SearchSpace
+    from .timeline import plot_timeline, text_timeline
+
+    vdev = hw.get(args.target)
+    template = templates.get(args.template)
+    result, problem, build = schedule_template(args.template, vdev, params=_params(args.param),
+                                               seed=args.seed, space=SearchSpace(random_orders=args.random_orders))
+    best = result.best
+    print(f"{args.template} {problem} on {vdev.description}")
+    print(best.plan.describe(best.graph))
+    traced = cost.estimate(best.plan, best.graph, vdev, trace=True)
+    print(text_timeline(traced))
+    flops = template.flops(problem)
+    print(f"predicted: {best.seconds * 1e6:.1f} us, {flops / best.seconds / 1e12:.0f} TFLOP/s "
+          f"({best.estimate.waves} waves of {best.estimate.blocks_per_eu} block(s) per {vdev.eu.name})")
+    print(result.explain(args.top))
+    out = args.out or f"{args.template}-{vdev.name}"
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "plan.json"), "w") as f:
+        f.write(best.plan.to_json())
+    art = _lower_applied(build(), vdev, template.pass_configs)
+    ext = "cu" if vdev.target_kind == "cuda" else "hip"
+    with open(os.path.join(out, f"kernel.{ext}"), "w") as f:
+        f.write(art.kernel_source)
+    print(f"wrote {out}/plan.json and {out}/kernel.{ext}")
+    if args.plot:
+        plot_timeline(traced, args.plot, f"{args.template} on {vdev.name}: {best.note}")
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _lower_applied(func, vdev, pass_configs):
+    """TileLang lowering of a PrimFunc that already carries its plan."""
+    import tilelang
+
+    target = vdev.tvm_target()
+    with tilelang.transform.PassContext(config=dict(pass_configs)), target:
+        return tilelang.lower(func, target=target)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pt-tvm", description=_DESCRIPTION, epilog=_EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,6 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="template parameter, repeatable (e.g. --param dim=64)")
     p.add_argument("--out", help="output path prefix for .json/.dot (default: the template name)")
     p.set_defaults(func=_cmd_graph)
+
+    p = sub.add_parser("schedule", help="search a pipelined plan for a template and emit its kernel source",
+                       description="Two-level search (tiles, then order/stage/depth per tile) priced by the "
+                                   "cost model; prints the plan, its simulated timeline, the runners-up, and "
+                                   "writes plan.json and the emitted CUDA/HIP source. Runs on a CPU.")
+    p.add_argument("template", help="template name (see `pt-tvm templates`)")
+    p.add_argument("--target", default="h100", help="h100, h200, a100, mi300x or a chip .json/.toml (default h100)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="template parameter, repeatable")
+    p.add_argument("--out", help="output directory (default: TEMPLATE-TARGET)")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the simulated timeline as a Gantt chart")
+    p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    p.add_argument("--random-orders", type=int, default=4, help="random priority orders per configuration")
+    p.add_argument("--top", type=int, default=5, help="runners-up to print")
+    p.set_defaults(func=_cmd_schedule)
     return parser
 
 

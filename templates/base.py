@@ -44,6 +44,9 @@ class Template:
         Indices of the PrimFunc parameters that are outputs (``tilelang.compile(out_idx=...)``).
     check : Callable
         ``check(problem, tile)`` raises TemplateError when the combination is invalid.
+    pass_configs : Mapping[str, Any]
+        TileLang pass configuration the kernel is meant to be compiled with (e.g. fast math
+        for exp2-heavy kernels); pt-tvm and its baselines compile with the same configs.
     """
 
     name: str
@@ -57,6 +60,7 @@ class Template:
     out_idx: tuple[int, ...]
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], None] = field(default=lambda p, t: None)
     doc: str = ""
+    pass_configs: Mapping[str, Any] = field(default_factory=dict)
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
         """Split ``overrides`` into (problem, tile) dicts over the defaults; unknown keys raise."""

@@ -1,0 +1,212 @@
+"""On-disk cache of searched execution plans, keyed by what changes the search result.
+
+The search is deterministic for a given graph, target, toolchain and search
+options, so its decision (an :class:`~pt_tvm.plan.ExecutionPlan`) is cached and
+replayed. Keys are a sha256 over sorted JSON of every input
+(:func:`plan_key`); the kernel enters through :func:`structure_key`, which
+leaves out the function's symbol name so the same kernel under another name
+hits. Entries are written atomically (:func:`atomic_write`) under a versioned
+namespace; a corrupt entry is reported, deleted and treated as a miss.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+import re
+import tempfile
+import warnings
+from typing import Any, Mapping
+
+from . import __version__
+from .graph import STaskGraph
+from .plan import ExecutionPlan, PlanError
+
+__all__ = [
+    "PlanCache",
+    "PlanCacheWarning",
+    "atomic_write",
+    "default_cache_dir",
+    "plan_key",
+    "structure_key",
+]
+
+FORMAT = "pt-tvm.plan-cache/1"
+NAMESPACE = "plans-v1"
+_KEY = re.compile(r"[A-Za-z0-9_-]+")
+# Identify no structure: the symbol name, the extraction target (plan_key takes
+# the target itself), the sEU kinds derived from it, and human-readable labels.
+_NOT_STRUCTURE = {STaskGraph: {"name", "target"}}
+_NOT_STASK = {"label", "seu"}
+
+
+class PlanCacheWarning(UserWarning):
+    """A cache entry could not be used (corrupt, unreadable or for another key); it was deleted."""
+
+
+def atomic_write(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never a part.
+
+    Writes a temporary file in the same directory, fsyncs it, then renames it
+    over ``path`` with :func:`os.replace`, which is atomic on one filesystem;
+    two processes writing the same path at once leave one complete file.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise
+
+
+def structure_key(graph: STaskGraph) -> str:
+    """sha256 of the kernel's structure and shapes, independent of its symbol name.
+
+    Covers every sTask (id, op, placement, index, tile shape, dtype, accesses,
+    work, attributes), the dependence edges, the buffers, the pipelined loop,
+    the grid and the thread count: everything the search reads.
+    """
+    canon = _canonical(graph)
+    assert canon is not _UNSTABLE, "an STaskGraph holds only plain data"
+    for t in canon["stasks"]:
+        for k in _NOT_STASK:
+            t.pop(k, None)
+    return _sha256(canon)
+
+
+def plan_key(graph: STaskGraph, target: str, extra: Mapping[str, Any] | None = None) -> str | None:
+    """sha256 naming the plan searched for ``graph`` on ``target``; None when it must not be cached.
+
+    ``extra`` holds the other inputs of the search (search space, seed,
+    calibration, ...) as JSON-like data, enums or dataclasses. It is None when
+    ``extra`` holds a value with no stable identity (a function, an arbitrary
+    object), since no key could tell two of them apart.
+    """
+    import tilelang
+
+    extra_canon = _canonical(dict(extra or {}))
+    if extra_canon is _UNSTABLE:
+        return None
+    return _sha256({"structure": structure_key(graph), "target": str(target), "pt_tvm": __version__,
+                    "tilelang": tilelang.__version__, "extra": extra_canon})
+
+
+def default_cache_dir() -> str:
+    """The cache root: ``$PT_TVM_CACHE_DIR``, else ``~/.cache/pt-tvm``."""
+    return os.environ.get("PT_TVM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pt-tvm")
+
+
+class PlanCache:
+    """Execution plans stored as one JSON file per key under ``<root>/plans-v1/``.
+
+    Parameters
+    ----------
+    directory : str, optional
+        Cache root (default :func:`default_cache_dir`). Nothing is created until
+        the first :meth:`put`.
+    """
+
+    def __init__(self, directory: str | None = None):
+        self.directory = os.path.join(directory or default_cache_dir(), NAMESPACE)
+
+    def path(self, key: str) -> str:
+        """The entry file of ``key`` (a file-name-safe string, as :func:`plan_key` returns)."""
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise ValueError(f"plan cache key must match {_KEY.pattern}, got {key!r}")
+        return os.path.join(self.directory, f"{key}.json")
+
+    def get(self, key: str) -> ExecutionPlan | None:
+        """The cached plan of ``key``, or None on a miss.
+
+        A corrupt, unreadable or mismatched entry warns with
+        :class:`PlanCacheWarning`, is deleted, and counts as a miss, so the
+        caller searches again and puts a fresh entry.
+        """
+        path = self.path(key)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as e:
+            return self._discard(path, e)
+        try:
+            doc = json.loads(text)
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                raise ValueError(f"format is not {FORMAT!r}")
+            if doc.get("key") != key:
+                raise ValueError(f"entry is for key {doc.get('key')!r}")
+            return ExecutionPlan.from_dict(doc["plan"])
+        except (ValueError, KeyError, TypeError, AttributeError, PlanError) as e:
+            return self._discard(path, e)
+
+    def put(self, key: str, plan: ExecutionPlan, meta: Mapping[str, Any] | None = None) -> str:
+        """Store ``plan`` under ``key`` atomically (with JSON-serializable ``meta``); returns the path."""
+        doc = {"format": FORMAT, "key": key, "plan": plan.to_dict(), "meta": dict(meta or {})}
+        path = self.path(key)
+        atomic_write(path, json.dumps(doc, indent=1, sort_keys=True))
+        return path
+
+    def clear(self) -> None:
+        """Delete every entry (temporary files of writes in flight are left alone)."""
+        for name in self._entries():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(self.directory, name))
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __repr__(self) -> str:
+        return f"PlanCache({self.directory!r})"
+
+    def _entries(self) -> list[str]:
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return [n for n in names if n.endswith(".json") and not n.startswith(".")]
+
+    def _discard(self, path: str, error: BaseException) -> None:
+        warnings.warn(f"corrupt plan cache entry {path} ({type(error).__name__}: {error}); deleted it, rebuilding",
+                      PlanCacheWarning, stacklevel=3)
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        return None
+
+
+_UNSTABLE = object()
+
+
+def _canonical(o: Any) -> Any:
+    """``o`` as plain JSON data (enums by value, dataclasses by field), or ``_UNSTABLE``."""
+    if o is None or isinstance(o, (bool, int, float)):
+        return o
+    if isinstance(o, enum.Enum):
+        return _canonical(o.value)
+    if isinstance(o, str):
+        return str(o)  # a plain str, also for TVM's str subclasses
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        skip = _NOT_STRUCTURE.get(type(o), set())
+        items = {f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.name not in skip}
+        return _canonical(items)
+    if isinstance(o, Mapping):
+        out = {str(k): _canonical(v) for k, v in o.items()}
+        return _UNSTABLE if _UNSTABLE in out.values() else out
+    if isinstance(o, (list, tuple)):
+        seq = [_canonical(v) for v in o]
+        return _UNSTABLE if _UNSTABLE in seq else seq
+    return _UNSTABLE
+
+
+def _sha256(canon: Any) -> str:
+    return hashlib.sha256(json.dumps(canon, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
