@@ -74,15 +74,18 @@ def _tile_candidates(template: Any, problem: Mapping[str, Any], vdev: hw.VDevice
     if tiles is not None:
         return [dict(t) for t in tiles]
     space = dict(template.tile_space)
-    if "warp_specialization" in vdev.features and "threads" in space:
-        space["threads"] = (template.tile["threads"],)  # the plan's roles set the warps
-    out = []
+    ws = "warp_specialization" in vdev.features and "threads" in space
+    out, seen = [], set()
     for values in itertools.product(*space.values()):
         tile = dict(zip(space, values))
+        key = tuple((k, v) for k, v in tile.items() if not (ws and k == "threads"))
+        if key in seen:
+            continue  # warp-specialized plans set the warps themselves: one threads value per tile suffices
         try:
             template.resolve(**problem, **tile)
         except TemplateError:
             continue
+        seen.add(key)
         out.append(tile)
     return out
 

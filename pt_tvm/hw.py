@@ -33,6 +33,7 @@ __all__ = [
     "get",
     "names",
     "load",
+    "from_device",
 ]
 
 
@@ -432,3 +433,15 @@ def load(path: str) -> VDevice:
     if base is not None:
         spec = {**get(base).to_dict(), **spec}
     return VDevice.from_dict(spec)
+
+
+def from_device(index: int = 0) -> VDevice:
+    """The built-in model of the local CUDA GPU (probes the device; never called implicitly)."""
+    import torch
+
+    name = torch.cuda.get_device_name(index)
+    major, minor = torch.cuda.get_device_capability(index)
+    for key in ("H200", "H100", "A100", "MI300X"):
+        if key in name.upper():
+            return get(key.lower())
+    return for_target({"kind": "cuda", "arch": f"sm_{major}{minor}" + ("a" if major == 9 else "")})

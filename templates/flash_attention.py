@@ -36,6 +36,10 @@ def build_flash_attention(
     kv_shape = (batch, seq_len, kv_heads, dim)
     n_blocks = T.ceildiv(seq_len, block_N)
 
+    def kv_blocks(bx):
+        """Key blocks query block ``bx`` attends to (an expression, not a let: extraction bounds it)."""
+        return T.min(n_blocks, T.ceildiv((bx + 1) * block_M, block_N)) if causal else n_blocks
+
     @T.prim_func
     def flash_attention(
         Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -59,15 +63,14 @@ def build_flash_attention(
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, -T.infinity(_ACCUM))
-            loop_range = T.min(n_blocks, T.ceildiv((bx + 1) * block_M, block_N)) if causal else n_blocks
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
+            for k in T.Pipelined(kv_blocks(bx), num_stages=num_stages):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by // groups, :], K_shared)
                 if causal:
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(
                             bx * block_M + i >= k * block_N + j, 0, -T.infinity(_ACCUM)
                         )
-                else:
+                else:  # same statement count as the causal body; keys past seq_len stay masked
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(k * block_N + j >= seq_len, -T.infinity(_ACCUM), 0)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
@@ -197,4 +200,5 @@ FLASH_ATTENTION = Template(
     out_idx=(3,),
     check=_check,
     doc="Attention forward, BSHD: O = softmax(Q K^T / sqrt(D)) V, optional causal mask and GQA.",
+    pass_configs={"tl.enable_fast_math": True},  # exp2 -> ex2.approx, as TileLang's own FA examples compile
 )

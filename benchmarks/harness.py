@@ -1,0 +1,68 @@
+"""Measurement core shared by every suite: one protocol for timing, one for correctness.
+
+Timing: CUDA events around each call, a warm-up measured in milliseconds,
+the median over many calls, and inputs rotated over enough sets that their
+total exceeds twice the L2 so repeated calls do not read warm tiles.
+Correctness: ``||out - ref|| / ||ref||`` against the template's float32
+PyTorch reference on fresh random inputs (never zeros), with the output
+poisoned with NaN before the run so an unwritten element cannot pass.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+__all__ = ["Timing", "time_fn", "rel_err", "input_sets", "REL_TOL"]
+
+REL_TOL = {"float16": 1e-2, "bfloat16": 2e-2}  # fp16/bf16 operands with fp32 accumulation (METHOD.md ranges)
+
+
+@dataclass(frozen=True)
+class Timing:
+    ms: float  # median
+    p20: float
+    p80: float
+    calls: int
+
+
+def input_sets(make: Callable[[int], tuple], bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> list[tuple]:
+    """Enough independent input sets (seeded 0, 1, ...) that cycling through them defeats the L2."""
+    n = max(2, min(max_sets, math.ceil(2 * l2_bytes / max(bytes_per_set, 1))))
+    return [make(seed) for seed in range(n)]
+
+
+def time_fn(fn: Callable[..., Any], sets: Sequence[tuple], warmup_ms: float = 100.0, rep_ms: float = 500.0,
+            min_calls: int = 10, max_calls: int = 1000) -> Timing:
+    """Median time of ``fn(*inputs)`` over calls cycling through ``sets`` (CUDA events per call)."""
+    import torch
+
+    def once(i: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*sets[i % len(sets)])
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    first = once(0)  # compile/launch-cache warm-up, not counted
+    spent, i = first, 1
+    while spent < warmup_ms or i < 3:
+        spent += once(i)
+        i += 1
+    per = max(spent / i, 1e-3)
+    calls = int(min(max_calls, max(min_calls, rep_ms / per)))
+    times = sorted(once(i + k) for k in range(calls))
+    q = statistics.quantiles(times, n=5) if len(times) >= 5 else [times[0]] * 4
+    return Timing(ms=statistics.median(times), p20=q[0], p80=q[3], calls=calls)
+
+
+def rel_err(out: Any, ref: Any) -> float:
+    """``||out - ref|| / ||ref||`` in float64; NaN or Inf anywhere gives ``inf``."""
+    import torch
+
+    o, r = out.double(), ref.double()
+    if not torch.isfinite(o).all():
+        return math.inf
+    return float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-30))

@@ -1,0 +1,155 @@
+"""Run a suite: for each configuration, build every system, check it, time it, and record a row.
+
+A row is ``{suite, kernel, config, system, ms, tflops, rel_err, valid, ...}``;
+a run is a header (device, versions, date, command) plus its rows, written
+as JSON. ``dry_run`` builds and checks nothing on a GPU: it resolves the
+templates, runs pt-tvm's search and lowers its kernels on the CPU, so CI
+exercises everything but the timing.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from .harness import REL_TOL, input_sets, rel_err, time_fn
+from .systems import build_system, flops_per_second
+
+__all__ = ["Config", "run_configs", "header", "write_run"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """One benchmark point: a template at a problem size, and the systems to compare on it."""
+
+    suite: str
+    kernel: str
+    problem: Mapping[str, Any]
+    systems: tuple[str, ...]
+    note: str = ""
+
+
+def header(command: str, device: str) -> dict:
+    """Who measured what with which versions: the run's provenance."""
+    import tilelang
+    import torch
+
+    import pt_tvm
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return "unknown"
+
+    driver = "n/a"
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {
+        "device": device, "driver": driver, "cuda": torch.version.cuda, "torch": torch.__version__,
+        "tilelang": tilelang.__version__, "pt_tvm": pt_tvm.__version__, "python": platform.python_version(),
+        "git_commit": git("rev-parse", "HEAD"), "git_dirty": bool(git("status", "--porcelain")),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "command": command,
+    }
+
+
+def _bytes(inputs: Sequence[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in inputs)
+
+
+_COMPILED = ("pt-tvm", "tilelang-auto")  # systems whose build runs nvcc through TileLang
+
+
+def _warm(args: tuple) -> str:
+    """Build one TileLang system in a worker process, filling TileLang's on-disk kernel cache."""
+    system, kernel, problem, vdev_name = args
+    from pt_tvm import hw, templates
+
+    _, info = build_system(system, templates.get(kernel), problem, hw.get(vdev_name))
+    return info.get("error", "ok")
+
+
+def precompile(configs: Sequence[Config], vdev: Any, workers: int) -> None:
+    """Compile every TileLang kernel of the run in parallel processes so the timed process hits the cache."""
+    import concurrent.futures
+    import multiprocessing
+
+    jobs = [(s, c.kernel, dict(c.problem), vdev.name) for c in configs for s in c.systems if s in _COMPILED]
+    if workers <= 1 or len(jobs) <= 1:
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        list(pool.map(_warm, jobs))
+
+
+def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 400.0,
+                log: Any = sys.stdout, workers: int = 0) -> list[dict]:
+    """Measure every (config, system) pair on the local GPU; one row each, failures included."""
+    import torch
+
+    from pt_tvm import templates
+
+    configs = list(configs)
+    precompile(configs, vdev, workers or min(8, os.cpu_count() or 1))
+    rows = []
+    for cfg in configs:
+        template = templates.get(cfg.kernel)
+        problem, _ = template.resolve(**cfg.problem)
+        flops = template.flops(problem)
+
+        def make(seed: int) -> tuple:
+            g = torch.Generator(device="cuda").manual_seed(1000 + seed)
+            return template.make_inputs(problem, "cuda", g)
+
+        sets = input_sets(make, _bytes(make(0)), vdev.l2_bytes)
+        check_inputs = make(10_000)  # fresh inputs the timing never saw
+        ref = template.reference(*check_inputs, **problem)
+        ref = ref[0] if isinstance(ref, tuple) else ref
+        tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
+        for system in cfg.systems:
+            row = {"suite": cfg.suite, "kernel": cfg.kernel, "config": dict(problem), "system": system,
+                   "ms": None, "tflops": None, "rel_err": None, "valid": False}
+            fn, info = build_system(system, template, problem, vdev)
+            row.update(info)
+            if fn is not None:
+                try:
+                    out = fn(*check_inputs)
+                    out = out[0] if isinstance(out, (tuple, list)) else out
+                    torch.cuda.synchronize()
+                    err = rel_err(out.reshape(ref.shape), ref)
+                    row["rel_err"] = err if math.isfinite(err) else "inf"
+                    row["valid"] = err <= tol
+                    t = time_fn(fn, sets, warmup_ms, rep_ms)
+                    row.update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, calls=t.calls,
+                               tflops=flops_per_second(flops, t.ms) / 1e12)
+                except Exception as e:  # a launch failure (e.g. too much shared memory) is a result
+                    row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}"
+                    torch.cuda.synchronize()
+            rows.append(row)
+            tf = f"{row['tflops']:.0f}" if row["tflops"] else "-"
+            print(f"{cfg.kernel:<16} {_short(problem):<40} {system:<14} {tf:>6} TFLOP/s  "
+                  f"err={row['rel_err']}  valid={row['valid']}  {row.get('error', '')}", file=log, flush=True)
+        del sets, check_inputs, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _short(problem: Mapping[str, Any]) -> str:
+    keys = ("batch", "seq_len", "heads", "kv_heads", "dim", "causal", "M", "N", "K", "dtype")
+    return " ".join(f"{k}={problem[k]}" for k in keys if k in problem)
+
+
+def write_run(path: str, head: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write ``{"header": ..., "rows": [...]}`` as JSON (creating the folder)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"header": dict(head), "rows": list(rows)}, f, indent=1, default=str)

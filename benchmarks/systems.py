@@ -1,0 +1,118 @@
+"""The systems compared: pt-tvm's searched kernels, TileLang's automatic schedule, and the peers.
+
+Each system is a factory ``make(template, problem, vdev) -> callable(*inputs) -> output``
+that builds (and compiles) once; building errors surface as a row marked invalid
+with the reason, not as a crash of the suite.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Mapping
+
+__all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
+
+
+def _tilelang_kernel(template: Any, func: Any, vdev: Any) -> Callable:
+    import tilelang
+
+    return tilelang.compile(func, out_idx=list(template.out_idx), target=vdev.tvm_target(),
+                            pass_configs=dict(template.pass_configs))
+
+
+def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    from pt_tvm.compiler import schedule_template
+
+    t0 = time.perf_counter()
+    result, _, build = schedule_template(template.name, vdev, params=problem)
+    search_s = time.perf_counter() - t0
+    kernel = _tilelang_kernel(template, build(), vdev)
+    best = result.best
+    return kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(search_s, 3),
+                    "predicted_ms": best.seconds * 1e3}
+
+
+def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    """The same template with TileLang's own schedule: ``T.Pipelined(num_stages=2)``, default tile."""
+    return _tilelang_kernel(template, template.build(num_stages=2, **problem), vdev), {"tile": dict(template.tile)}
+
+
+def _sdpa(backend_name: str) -> Callable:
+    def make(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, backend_name)
+        gqa = problem["heads"] != problem["kv_heads"]
+
+        def run(q, k, v):
+            with sdpa_kernel(backend):
+                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                   is_causal=problem["causal"], enable_gqa=gqa)
+            return o.transpose(1, 2)
+
+        return run, {"layout": "BHSD views of BSHD tensors"}
+
+    return make
+
+
+def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    from flash_attn.cute import flash_attn_func
+
+    def run(q, k, v):
+        out = flash_attn_func(q, k, v, causal=problem["causal"])
+        return out[0] if isinstance(out, tuple) else out
+
+    return run, {"package": "flash-attn-4 (CuTe sm90 forward)"}
+
+
+def _torch_compile(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    import torch
+
+    ref = template.reference
+
+    def eager(*inputs):
+        return ref(*inputs, **problem)
+
+    return torch.compile(eager, dynamic=False), {"mode": "default"}
+
+
+def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    import torch
+
+    if template.name == "gemm_rowsum":
+        def run(a, b, s):
+            c = a @ b
+            return c, c.float().sum(dim=1)
+        return run, {"note": "torch.matmul + torch.sum"}
+    return (lambda a, b: torch.matmul(a, b)), {}
+
+
+SYSTEMS: dict[str, Callable] = {
+    "pt-tvm": _pt_tvm,
+    "tilelang-auto": _tilelang_auto,
+    "cudnn-sdpa": _sdpa("CUDNN_ATTENTION"),
+    "fa2-sdpa": _sdpa("FLASH_ATTENTION"),
+    "fa3": _fa3,
+    "torch-compile": _torch_compile,
+    "cublas": _cublas,
+}
+
+PEERS_BY_SUITE = {
+    "attention": ("pt-tvm", "tilelang-auto", "cudnn-sdpa", "fa2-sdpa", "fa3", "torch-compile"),
+    "gemm": ("pt-tvm", "tilelang-auto", "cublas", "torch-compile"),
+}
+
+
+def build_system(name: str, template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable | None, dict]:
+    """(callable or None, info); info["error"] says why a system could not be built."""
+    try:
+        fn, info = SYSTEMS[name](template, problem, vdev)
+        return fn, info
+    except Exception as e:  # a peer that cannot build is a reported row, not a crash
+        return None, {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}"}
+
+
+def flops_per_second(flops: float, ms: float) -> float:
+    return flops / (ms * 1e-3) if ms and math.isfinite(ms) else 0.0
