@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from . import __version__
 from .graph import STaskGraph
-from .plan import ExecutionPlan, PlanError
+from .plan import ExecutionPlan
 
 __all__ = [
     "PlanCache",
@@ -77,7 +77,8 @@ def structure_key(graph: STaskGraph) -> str:
     the grid and the thread count: everything the search reads.
     """
     canon = _canonical(graph)
-    assert canon is not _UNSTABLE, "an STaskGraph holds only plain data"
+    if canon is _UNSTABLE:
+        raise TypeError(f"graph {graph.name!r} holds a value that is not plain data; it has no stable key")
     for t in canon["stasks"]:
         for k in _NOT_STASK:
             t.pop(k, None)
@@ -139,7 +140,8 @@ class PlanCache:
         except FileNotFoundError:
             return None
         except (OSError, UnicodeDecodeError) as e:
-            return self._discard(path, e)
+            self._discard(path, e)
+            return None
         try:
             doc = json.loads(text)
             if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -147,8 +149,9 @@ class PlanCache:
             if doc.get("key") != key:
                 raise ValueError(f"entry is for key {doc.get('key')!r}")
             return ExecutionPlan.from_dict(doc["plan"])
-        except (ValueError, KeyError, TypeError, AttributeError, PlanError) as e:
-            return self._discard(path, e)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:  # JSON and PlanError are ValueErrors
+            self._discard(path, e)
+            return None
 
     def put(self, key: str, plan: ExecutionPlan, meta: Mapping[str, Any] | None = None) -> str:
         """Store ``plan`` under ``key`` atomically (with JSON-serializable ``meta``); returns the path."""
@@ -177,11 +180,11 @@ class PlanCache:
         return [n for n in names if n.endswith(".json") and not n.startswith(".")]
 
     def _discard(self, path: str, error: BaseException) -> None:
-        warnings.warn(f"corrupt plan cache entry {path} ({type(error).__name__}: {error}); deleted it, rebuilding",
+        reason = " ".join(str(error).split())  # one line, also for PlanError's list of violations
+        warnings.warn(f"corrupt plan cache entry {path} ({type(error).__name__}: {reason}); deleted it, rebuilding",
                       PlanCacheWarning, stacklevel=3)
         with contextlib.suppress(OSError):
             os.remove(path)
-        return None
 
 
 _UNSTABLE = object()
@@ -200,11 +203,14 @@ def _canonical(o: Any) -> Any:
         items = {f.name: getattr(o, f.name) for f in dataclasses.fields(o) if f.name not in skip}
         return _canonical(items)
     if isinstance(o, Mapping):
-        out = {str(k): _canonical(v) for k, v in o.items()}
-        return _UNSTABLE if _UNSTABLE in out.values() else out
+        keys = [_canonical(k) for k in o]
+        if not all(isinstance(k, (str, int, float, bool)) for k in keys):
+            return _UNSTABLE
+        out = {str(k): _canonical(v) for k, v in zip(keys, o.values())}
+        return _UNSTABLE if any(v is _UNSTABLE for v in out.values()) else out
     if isinstance(o, (list, tuple)):
         seq = [_canonical(v) for v in o]
-        return _UNSTABLE if _UNSTABLE in seq else seq
+        return _UNSTABLE if any(v is _UNSTABLE for v in seq) else seq
     return _UNSTABLE
 
 

@@ -93,7 +93,7 @@ def _relations(t: STask, buffers: Mapping[str, BufferInfo]) -> Iterator[tuple[Di
     """Pairs of dims that ``t`` forces to share one extent."""
     if t.op == OpKind.GEMM:
         yield from _gemm_relations(t, buffers)
-    elif t.op in (OpKind.COPY, OpKind.ATOMIC) and t.reads[0].scope != "global" != t.writes[0].scope:
+    elif t.op in (OpKind.COPY, OpKind.ATOMIC) and "global" not in (t.reads[0].scope, t.writes[0].scope):
         yield from zip(_nonunit_dims(t.reads[0]), _nonunit_dims(t.writes[0]))
     elif t.op == OpKind.REDUCE:
         yield from _reduce_relations(t, buffers)
