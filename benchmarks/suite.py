@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .harness import REL_TOL, input_sets, rel_err, time_fn
+from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_fn
 from .systems import build_system, flops_per_second
 
 __all__ = ["Config", "run_configs", "header", "write_run"]
@@ -66,7 +66,7 @@ def _bytes(inputs: Sequence[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in inputs)
 
 
-_COMPILED = ("pt-tvm", "tilelang-auto")  # systems whose build runs nvcc through TileLang
+_COMPILED = ("pt-tvm-model", "tilelang-auto")  # systems whose build runs nvcc through TileLang
 
 
 def _warm(args: tuple) -> str:

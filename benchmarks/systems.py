@@ -21,15 +21,27 @@ def _tilelang_kernel(template: Any, func: Any, vdev: Any) -> Callable:
 
 
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
-    from pt_tvm.compiler import schedule_template
+    """Cost-model search, then the best few plans measured on this GPU (pt_tvm.tune)."""
+    from pt_tvm.tune import tune_template
 
     t0 = time.perf_counter()
+    tr = tune_template(template.name, vdev, params=problem)
+    best = tr.best.candidate
+    return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),
+                       "tune_s": round(time.perf_counter() - t0, 1), "predicted_ms": best.seconds * 1e3,
+                       "candidates": [{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
+                                       "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "error": m.error}
+                                      for m in tr.measured]}
+
+
+def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    """The cost model's first choice alone, no GPU measurement in the loop."""
+    from pt_tvm.compiler import schedule_template
+
     result, _, build = schedule_template(template.name, vdev, params=problem)
-    search_s = time.perf_counter() - t0
-    kernel = _tilelang_kernel(template, build(), vdev)
-    best = result.best
-    return kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(search_s, 3),
-                    "predicted_ms": best.seconds * 1e3}
+    return _tilelang_kernel(template, build(), vdev), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
+                                                      "search_s": round(result.seconds, 3),
+                                                      "predicted_ms": result.best.seconds * 1e3}
 
 
 def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
@@ -91,6 +103,7 @@ def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Calla
 
 SYSTEMS: dict[str, Callable] = {
     "pt-tvm": _pt_tvm,
+    "pt-tvm-model": _pt_tvm_model,
     "tilelang-auto": _tilelang_auto,
     "cudnn-sdpa": _sdpa("CUDNN_ATTENTION"),
     "fa2-sdpa": _sdpa("FLASH_ATTENTION"),
@@ -100,8 +113,8 @@ SYSTEMS: dict[str, Callable] = {
 }
 
 PEERS_BY_SUITE = {
-    "attention": ("pt-tvm", "tilelang-auto", "cudnn-sdpa", "fa2-sdpa", "fa3", "torch-compile"),
-    "gemm": ("pt-tvm", "tilelang-auto", "cublas", "torch-compile"),
+    "attention": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "cudnn-sdpa", "fa2-sdpa", "fa3", "torch-compile"),
+    "gemm": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "cublas", "torch-compile"),
 }
 
 

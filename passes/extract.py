@@ -30,6 +30,7 @@ from .ir import (
     launch_info,
     op_name,
     stask_ids,
+    text,
     top_level,
 )
 
@@ -59,7 +60,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     if not isinstance(func, tirx.PrimFunc):
         raise ExtractionError(f"expected a tirx.PrimFunc, got {type(func).__name__}")
     vdev = hw.for_target(_current_target() if target is None else target)
-    name = str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main"
+    name = text(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main"
     block = find_root_block(func, name)
     grid, threads = launch_info(func, block)
     buffers = _buffers(func, block)
@@ -87,10 +88,10 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     loop_info = LoopInfo(
         id=annotation_str(loop.annotations.get("tl.ws_op_id")) or LOOP_ID,
         var=loop.loop_var.name,
-        extent=str(loop.extent),
+        extent=text(loop.extent),
         trip_count=_mean_trip_count(tirx.stmt_functor.substitute(loop.extent, binds) if binds else loop.extent,
                                     grid),
-        annotations={k: str(v) for k, v in loop.annotations.items()},
+        annotations={text(k): text(v) for k, v in loop.annotations.items()},
     )
     return STaskGraph(name=name, target=vdev.name, stasks=tuple(stasks), edges=dependences(stasks, buffers),
                       buffers=buffers, loop=loop_info, grid={k: v[1] for k, v in grid.items()}, threads=threads)
@@ -149,7 +150,7 @@ def _ints(values: Sequence[Any]) -> tuple[int | None, ...]:
 def _buffers(func: tirx.PrimFunc, block: tirx.SBlock) -> dict[str, BufferInfo]:
     bufs = {}
     for b in [*func.buffer_map.values(), *block.alloc_buffers]:
-        bufs[b.name] = BufferInfo(name=b.name, shape=_ints(b.shape), dtype=str(b.dtype), scope=_scope(b))
+        bufs[b.name] = BufferInfo(name=text(b.name), shape=_ints(b.shape), dtype=text(b.dtype), scope=_scope(b))
     return bufs
 
 
@@ -192,7 +193,7 @@ def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, Buffer
         tirx.stmt_functor.post_order_visit(
             m, lambda n: used.add(block_vars[n.name]) if isinstance(n, tirx.Var) and n.name in block_vars else None)
     return Access(buffer=buf.name, scope=buffers[buf.name].scope if buf.name in buffers else _scope(buf),
-                  offsets=tuple(str(m) for m in mins), extents=tuple(exts), block_vars=tuple(sorted(used)))
+                  offsets=tuple(text(m) for m in mins), extents=tuple(exts), block_vars=tuple(sorted(used)))
 
 
 def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
@@ -252,7 +253,7 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         src, dst = regions[0][0], regions[1][0]
         tile = _nonunit(src.extents)
         flops = float(src.elements() or 0)
-        reduce_type = next((str(s.value) for s in scalars if isinstance(s, tirx.StringImm)), op.rsplit(".", 1)[-1])
+        reduce_type = next((text(s.value) for s in scalars if isinstance(s, tirx.StringImm)), op.rsplit(".", 1)[-1])
         clear = next((bool(s) for s in scalars if isinstance(s, tirx.IntImm) and s.dtype == "bool"), True)
         dim = next((int(x) for x in scalars if isinstance(x, tirx.IntImm) and x.dtype != "bool"), -1)
         attrs.update(reduce=reduce_type, clear=str(clear), dim=str(dim))
@@ -327,7 +328,7 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
     return STask(id=sid, op=OpKind.ELEMENTWISE, placement=placement, index=index, label=label,
                  tile_shape=tuple(e for e in extents if e is not None), reads=acc_reads, writes=acc_writes,
                  flops=float(ops[0] * trips), sfu_ops=float(sfu[0] * trips), bytes=0.0, seu=seu,
-                 dtype=str(next(iter(writes.values())).buffer.dtype) if writes else "",
+                 dtype=text(next(iter(writes.values())).buffer.dtype) if writes else "",
                  attrs={"full_writes": ",".join(sorted(k for k, v in kill.items() if v)),
                         "axes": _axes([*reads.values(), *writes.values()], loop_vars)})
 

@@ -16,6 +16,7 @@ __all__ = [
     "is_pipelined",
     "op_name",
     "annotation_str",
+    "text",
     "stask_ids",
 ]
 
@@ -32,11 +33,17 @@ def op_name(call: tirx.Call) -> str:
     return call.op.name if hasattr(call.op, "name") else str(call.op)
 
 
+def text(value: Any) -> str:
+    """``str(value)`` as a plain Python str (TVM returns an ffi String subclass, which must not leak into
+    pt-tvm's dataclasses: deep-copying it crashes)."""
+    return str.__str__(str(value))
+
+
 def annotation_str(value: Any) -> str:
     """Annotation values arrive as ffi String (loops) or StringImm (call annotations)."""
     if value is None:
         return ""
-    return value.value if isinstance(value, tirx.StringImm) else str(value)
+    return text(value.value if isinstance(value, tirx.StringImm) else value)
 
 
 def find_root_block(func: tirx.PrimFunc, fname: str = "main") -> tirx.SBlock:

@@ -51,13 +51,11 @@ def schedule(func: Any, target: Any, *, space: SearchSpace = SearchSpace(), seed
     vdev = hw.for_target(target)
     graph = extract_stask_graph(func, vdev)
     cal = _calibration(vdev, calibration)
-    key = plan_key(graph, vdev.name, {"space": repr(space), "seed": seed}) if cache is not None else None
-    if key is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            hit.verify(graph, vdev)
-            best = Candidate(hit, estimate(hit, graph, vdev, cal), graph, "from the plan cache")
-            return SearchResult(best, (best,), 0, {}, 0.0)
+    key = plan_key(graph, vdev.name, {"space": space, "seed": seed, "calibration": cal}) if cache is not None else None
+    hit = cache.get(key) if key is not None else None
+    if hit is not None and not hit.violations(graph, vdev):  # a stale entry is searched again and replaced
+        best = Candidate(hit, estimate(hit, graph, vdev, cal), graph, "from the plan cache")
+        return SearchResult(best, (best,), 0, {}, 0.0)
     result = search([graph], vdev, space=space, seed=seed, calibration=cal)
     if key is not None:
         cache.put(key, result.best.plan, {"note": result.best.note})
@@ -95,8 +93,8 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
                       seed: int = 0, calibration: Calibration | None = None):
     """Two-level search for a built-in template: every candidate tile (inter-EU), then its plans (intra-EU).
 
-    Returns ``(result, problem, build)`` where ``build()`` returns the winning tile's
-    PrimFunc with the plan applied.
+    Returns ``(result, problem, build)`` where ``build(candidate=None)`` returns the
+    PrimFunc of a candidate (default: the winner) with its plan applied.
     """
     from . import templates
     from .passes import apply_plan, extract_stask_graph
@@ -112,10 +110,11 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         graphs.append(extract_stask_graph(func, vdev))
     result = search(graphs, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
                     tiles=cands, flops=template.flops(problem))
-    winner = graphs.index(result.best.graph)
+    func_of = {id(g): f for g, f in zip(graphs, funcs)}
 
-    def build() -> Any:
-        return apply_plan(funcs[winner], result.best.plan, graphs[winner])
+    def build(candidate: Any = None) -> Any:
+        c = candidate or result.best
+        return apply_plan(func_of[id(c.graph)], c.plan, c.graph)
 
     return result, problem, build
 

@@ -4,7 +4,8 @@ Each role of a plan is one or more *streams* (a warpgroup issuing its program
 in order). A stream issues an sTask once its dependences have completed; the
 sTask then occupies its sEU for ``work / rate`` cycles and completes ``latency``
 cycles later. Synchronous sTasks hold their stream until they complete;
-asynchronous ones (TMA, wgmma) let it run on until something depends on them.
+asynchronous copies (TMA, cp.async) let it run on until something depends on
+them. Tensor-core sTasks hold their stream too: that is how TileLang emits them.
 sEUs are shared by the streams of one EU: the tensor core and copy engine as
 one server, CUDA cores and the SFU as two half-rate servers (one warpgroup
 alone cannot keep them busy). Simulating a few iterations of the loop, with
@@ -197,13 +198,15 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         done[(stream.name, t.id, it)] = end
         if steady_lo <= it < steady_hi:
             busy[a.seu] += per_server / len(pool)
-        seu = vdev.eu.seu(a.seu)
-        stream.time = start + seu.issue if seu.is_async else end
+        stream.time = start + issue[a.seu] if issue[a.seu] is not None else end
         if it >= 0:
             iter_done[it] = max(iter_done[it], end)
         if trace:
             events.append(Event(stream.name, t.id, it, a.seu, begin, end))
 
+    # TMA and cp.async run behind their issuer; TileLang 0.1.15 waits for each wgmma right after it
+    # (warpgroup_wait<0>), so a tensor-core sTask holds its stream like a synchronous one.
+    issue = {s.kind: (s.issue if s.is_async and s.kind != SEUKind.TENSOR_CORE else None) for s in vdev.eu.seus}
     steady_lo, steady_hi = iters // 2, iters
     plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}
     depth = max((a.stage for a in plan.appends), default=0)

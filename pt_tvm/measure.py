@@ -1,4 +1,4 @@
-"""Measurement core shared by every suite: one protocol for timing, one for correctness.
+"""Measuring kernels on a GPU: one protocol for timing, one for correctness (tuning and benchmarks share it).
 
 Timing: CUDA events around each call, a warm-up measured in milliseconds,
 the median over many calls, and inputs rotated over enough sets that their

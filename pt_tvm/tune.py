@@ -1,0 +1,157 @@
+"""Measured refinement: compile the cost model's best few (diverse) plans, time them on the GPU, keep the fastest.
+
+The cost model ranks hundreds of plans on a CPU in seconds; the GPU then
+settles what the model cannot see. Candidates are compiled in parallel
+processes (filling TileLang's kernel cache), then checked against the
+template's PyTorch reference on fresh inputs and timed in this process.
+Each measurement is also a calibration sample for :func:`pt_tvm.cost.calibrate`.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from . import hw
+from .graph import Placement
+from .search import Candidate, SearchResult, SearchSpace
+
+__all__ = ["Measured", "TuneResult", "diverse_top", "tune_template", "report"]
+
+
+@dataclass(frozen=True)
+class Measured:
+    candidate: Candidate
+    ms: float | None
+    rel_err: float | None
+    error: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.ms is not None and not self.error
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    best: Measured
+    kernel: Callable
+    measured: tuple[Measured, ...]
+    search: SearchResult
+    problem: Mapping[str, Any]
+
+    def samples(self) -> list[tuple]:
+        """(plan, graph, seconds) triples for :func:`pt_tvm.cost.calibrate`."""
+        return [(m.candidate.plan, m.candidate.graph, m.ms * 1e-3) for m in self.measured if m.valid]
+
+
+def _signature(c: Candidate) -> tuple:
+    """What makes two plans differ on a GPU: tile, roles, pipelines, stages, and where the gemms sit."""
+    plan = c.plan
+    shape = []
+    for role in plan.roles:
+        prog = plan.program(role.name, c.graph, Placement.LOOP)
+        shape.append(tuple((i, a.stask) for i, a in enumerate(prog) if a.seu.value == "tensor_core"))
+    return (tuple(sorted(plan.tile.items())), plan.roles, plan.pipelines,
+            tuple(a.stage for a in plan.appends), tuple(shape))
+
+
+def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
+    """The k best-predicted candidates that differ in something a GPU can tell apart."""
+    out, seen = [], set()
+    for c in result.ranked:
+        sig = _signature(c)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(c)
+        if len(out) == k:
+            break
+    return out
+
+
+def _compile(template: Any, func: Any, vdev: hw.VDevice) -> Callable:
+    import tilelang
+
+    return tilelang.compile(func, out_idx=list(template.out_idx), target=vdev.tvm_target(),
+                            pass_configs=dict(template.pass_configs))
+
+
+def _warm(job: tuple) -> str:
+    """Worker: rebuild one candidate from its JSON plan and compile it (fills TileLang's kernel cache)."""
+    name, problem, tile, plan_json, vdev_name = job
+    from . import templates
+    from .passes import apply_plan
+    from .plan import ExecutionPlan
+
+    template = templates.get(name)
+    try:
+        func = apply_plan(template.build(**problem, **tile), ExecutionPlan.from_json(plan_json))
+        _compile(template, func, hw.get(vdev_name))
+        return ""
+    except Exception as e:  # reported by the in-process compile that follows
+        return f"{type(e).__name__}: {e}"
+
+
+def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = 6,
+                  workers: int | None = None, space: SearchSpace = SearchSpace(), seed: int = 0,
+                  warmup_ms: float = 50.0, rep_ms: float = 200.0) -> TuneResult:
+    """Search, then measure the ``top_k`` diverse best-predicted plans on the local GPU and keep the fastest."""
+    import torch
+
+    from . import templates
+    from .compiler import schedule_template
+    from .measure import REL_TOL, input_sets, rel_err, time_fn
+
+    vdev = hw.for_target(target)
+    template = templates.get(name)
+    result, problem, build = schedule_template(name, vdev, params=params, space=space, seed=seed)
+    cands = diverse_top(result, top_k)
+    jobs = [(name, dict(problem), dict(c.plan.tile), c.plan.to_json(), vdev.name) for c in cands]
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers > 1 and len(jobs) > 1:
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            list(pool.map(_warm, jobs))
+
+    def make(seed_: int) -> tuple:
+        return template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed_))
+
+    sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=8)
+    check = make(123_456)
+    ref = template.reference(*check, **problem)
+    ref = ref[0] if isinstance(ref, tuple) else ref
+    tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
+    measured, kernels = [], {}
+    for c in cands:
+        try:
+            kernel = _compile(template, build(c), vdev)
+            out = kernel(*check)
+            out = out[0] if isinstance(out, (tuple, list)) else out
+            err = rel_err(out.reshape(ref.shape), ref)
+            if not err <= tol:
+                measured.append(Measured(c, None, err, f"wrong result: relative error {err:.3g}"))
+                continue
+            ms = time_fn(kernel, sets, warmup_ms, rep_ms).ms
+            measured.append(Measured(c, ms, err))
+            kernels[id(c)] = kernel
+        except Exception as e:  # a candidate that fails to compile or launch is reported, not fatal
+            measured.append(Measured(c, None, None, f"{type(e).__name__}: {str(e).strip()[-300:]}"))
+    valid = [m for m in measured if m.valid]
+    if not valid:
+        raise RuntimeError("no candidate plan compiled and ran correctly:\n"
+                           + "\n".join(f"  {m.candidate.note}: {m.error}" for m in measured))
+    best = min(valid, key=lambda m: m.ms)
+    return TuneResult(best, kernels[id(best.candidate)], tuple(measured), result, problem)
+
+
+def report(tr: TuneResult) -> str:
+    """A table of predicted vs measured time for each measured candidate."""
+    flops = tr.search.flops or 0.0
+    lines = ["measured refinement (predicted -> measured):"]
+    for m in sorted(tr.measured, key=lambda m: (m.ms is None, m.ms or 0)):
+        pred = m.candidate.seconds * 1e3
+        got = f"{m.ms:.3f} ms ({flops / (m.ms * 1e-3) / 1e12:.0f} TFLOP/s)" if m.valid else m.error[:80]
+        mark = "*" if m is tr.best else " "
+        lines.append(f" {mark} {pred:.3f} ms -> {got}  {m.candidate.note} tile={dict(m.candidate.plan.tile)}")
+    return "\n".join(lines)
+
