@@ -207,6 +207,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     # TMA and cp.async run behind their issuer; TileLang 0.1.15 waits for each wgmma right after it
     # (warpgroup_wait<0>), so a tensor-core sTask holds its stream like a synchronous one.
     issue = {s.kind: (s.issue if s.is_async and s.kind != SEUKind.TENSOR_CORE else None) for s in vdev.eu.seus}
+    sync_cost = _sync_costs(plan, graph)
     steady_lo, steady_hi = iters // 2, iters
     plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}
     depth = max((a.stage for a in plan.appends), default=0)
@@ -238,7 +239,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         if best is None:
             break
         start, s, a, it = best
-        run(s, a, it, start)
+        run(s, a, it, start + sync_cost.get((s.role, a.stask), 0.0))
         heads[s.name] += 1
         if 0 <= it and heads[s.name] < len(queues[s.name]) and queues[s.name][heads[s.name]][1] != it:
             s.time += cal.overhead * s.share / max(1, len(s.program))
@@ -263,6 +264,25 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         busy=util,
         trace=tuple(events),
     )
+
+
+_MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
+
+
+def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str], float]:
+    """Cycles a role spends on pipeline barriers before each loop sTask that opens a pipeline span."""
+    out: dict[tuple[str, str], float] = {}
+    loop = {t.id for t in graph.loop_stasks}
+    for p in plan.pipelines:
+        if p.scope != "loop" or p.producer == p.consumer:
+            continue
+        for role in (p.producer, p.consumer):
+            first = next((a.stask for a in plan.appends if a.role == role and a.stask in loop
+                          and set(p.buffers) & (graph.stask(a.stask).read_buffers() | graph.stask(a.stask).write_buffers())),
+                         None)
+            if first is not None:
+                out[(role, first)] = out.get((role, first), 0.0) + 2 * _MBARRIER_CYCLES
+    return out
 
 
 def _blocks_per_eu(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> int:

@@ -46,27 +46,46 @@ class TuneResult:
         return [(m.candidate.plan, m.candidate.graph, m.ms * 1e-3) for m in self.measured if m.valid]
 
 
-def _signature(c: Candidate) -> tuple:
-    """What makes two plans differ on a GPU: tile, roles, pipelines, stages, and where the gemms sit."""
-    plan = c.plan
-    shape = []
-    for role in plan.roles:
-        prog = plan.program(role.name, c.graph, Placement.LOOP)
-        shape.append(tuple((i, a.stask) for i, a in enumerate(prog) if a.seu.value == "tensor_core"))
-    return (tuple(sorted(plan.tile.items())), plan.roles, plan.pipelines,
-            tuple(a.stage for a in plan.appends), tuple(shape))
+def _tensor_positions(c: Candidate) -> tuple:
+    """Where the tensor-core sTasks sit in each role's loop program."""
+    return tuple(tuple(i for i, a in enumerate(c.plan.program(r.name, c.graph, Placement.LOOP))
+                       if a.seu.value == "tensor_core") for r in c.plan.roles)
+
+
+def _config(c: Candidate) -> tuple:
+    """The plan's configuration class: tile, roles, pipelines and stages (everything but the order)."""
+    return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.pipelines, tuple(a.stage for a in c.plan.appends))
 
 
 def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
-    """The k best-predicted candidates that differ in something a GPU can tell apart."""
-    out, seen = [], set()
+    """k candidates spread over configuration classes, best-predicted first.
+
+    Round one takes the best plan of each class (classes in order of their best);
+    later rounds add, per class, the plan whose tensor-core placement differs most
+    from those already taken: the choices a GPU most often ranks differently.
+    """
+    classes: dict[tuple, list[Candidate]] = {}
     for c in result.ranked:
-        sig = _signature(c)
-        if sig not in seen:
-            seen.add(sig)
-            out.append(c)
-        if len(out) == k:
-            break
+        classes.setdefault(_config(c), []).append(c)
+    out: list[Candidate] = []
+    taken: dict[tuple, list[tuple]] = {}
+    while len(out) < k and any(classes.values()):
+        for cfg, members in classes.items():
+            if not members or len(out) == k:
+                continue
+            seen = taken.setdefault(cfg, [])
+
+            def distance(c: Candidate) -> int:
+                pos = _tensor_positions(c)
+                return min((sum(abs(a - b) for ra, rb in zip(pos, p) for a, b in zip(ra, rb)) for p in seen), default=0)
+
+            pick = max(members, key=lambda c: (distance(c), -c.seconds)) if seen else members[0]
+            if seen and distance(pick) == 0:
+                members.clear()
+                continue
+            members.remove(pick)
+            seen.append(_tensor_positions(pick))
+            out.append(pick)
     return out
 
 
