@@ -124,7 +124,8 @@ def build_system(name: str, template: Any, problem: Mapping[str, Any], vdev: Any
         fn, info = SYSTEMS[name](template, problem, vdev)
         return fn, info
     except Exception as e:  # a peer that cannot build is a reported row, not a crash
-        return None, {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}"}
+        text = str(e).strip()
+        return None, {"error": f"{type(e).__name__}: {text.splitlines()[-1][:300] if text else ''}"}
 
 
 def flops_per_second(flops: float, ms: float) -> float:

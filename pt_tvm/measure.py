@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Timing", "time_fn", "rel_err", "input_sets", "REL_TOL"]
+__all__ = ["Timing", "time_fn", "time_interleaved", "rel_err", "input_sets", "REL_TOL"]
 
 REL_TOL = {"float16": 1e-2, "bfloat16": 2e-2}  # fp16/bf16 operands with fp32 accumulation (METHOD.md ranges)
 
@@ -36,15 +36,8 @@ def input_sets(make: Callable[[int], tuple], bytes_per_set: int, l2_bytes: int, 
 def time_fn(fn: Callable[..., Any], sets: Sequence[tuple], warmup_ms: float = 100.0, rep_ms: float = 500.0,
             min_calls: int = 10, max_calls: int = 1000) -> Timing:
     """Median time of ``fn(*inputs)`` over calls cycling through ``sets`` (CUDA events per call)."""
-    import torch
-
     def once(i: int) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(*sets[i % len(sets)])
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+        return _event_times(fn, sets, 1, offset=i)[0]
 
     first = once(0)  # compile/launch-cache warm-up, not counted
     spent, i = first, 1
@@ -56,6 +49,42 @@ def time_fn(fn: Callable[..., Any], sets: Sequence[tuple], warmup_ms: float = 10
     times = sorted(once(i + k) for k in range(calls))
     q = statistics.quantiles(times, n=5) if len(times) >= 5 else [times[0]] * 4
     return Timing(ms=statistics.median(times), p20=q[0], p80=q[3], calls=calls)
+
+
+def time_interleaved(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], rounds: int = 5,
+                     warmup_ms: float = 100.0, round_ms: float = 100.0) -> dict[str, Timing]:
+    """Median times of several callables measured in alternating rounds.
+
+    Clock and thermal drift during a run then touches every system alike, so
+    their ratios are fair even when the absolute times wander.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    per_call = {name: max(time_fn(fn, sets, warmup_ms, 0.0, min_calls=3, max_calls=3).ms, 1e-3)
+                for name, fn in fns.items()}
+    for r in range(rounds):
+        for name, fn in fns.items():
+            calls = int(max(3, min(200, round_ms / per_call[name])))
+            samples[name] += _event_times(fn, sets, calls, offset=r * calls)
+    out = {}
+    for name, times in samples.items():
+        times.sort()
+        q = statistics.quantiles(times, n=5) if len(times) >= 5 else [times[0]] * 4
+        out[name] = Timing(ms=statistics.median(times), p20=q[0], p80=q[3], calls=len(times))
+    return out
+
+
+def _event_times(fn: Callable[..., Any], sets: Sequence[tuple], calls: int, offset: int = 0) -> list[float]:
+    import torch
+
+    out = []
+    for k in range(calls):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*sets[(offset + k) % len(sets)])
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end))
+    return out
 
 
 def rel_err(out: Any, ref: Any) -> float:

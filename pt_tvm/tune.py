@@ -112,15 +112,19 @@ def _warm(job: tuple) -> str:
         return f"{type(e).__name__}: {e}"
 
 
-def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = 6,
+def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = 8,
                   workers: int | None = None, space: SearchSpace = SearchSpace(), seed: int = 0,
-                  warmup_ms: float = 50.0, rep_ms: float = 200.0) -> TuneResult:
-    """Search, then measure the ``top_k`` diverse best-predicted plans on the local GPU and keep the fastest."""
+                  warmup_ms: float = 50.0, rep_ms: float = 500.0) -> TuneResult:
+    """Search, then measure the ``top_k`` diverse best-predicted plans on the local GPU and keep the fastest.
+
+    Candidates are timed in alternating rounds (``pt_tvm.measure.time_interleaved``), so drift
+    during the run cannot favour one of them.
+    """
     import torch
 
     from . import templates
     from .compiler import schedule_template
-    from .measure import REL_TOL, input_sets, rel_err, time_fn
+    from .measure import REL_TOL, input_sets, rel_err, time_interleaved
 
     vdev = hw.for_target(target)
     template = templates.get(name)
@@ -140,7 +144,9 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     ref = template.reference(*check, **problem)
     ref = ref[0] if isinstance(ref, tuple) else ref
     tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
-    measured, kernels = [], {}
+    checked: list[tuple[Candidate, float]] = []
+    failed: list[Measured] = []
+    kernels: dict[int, Callable] = {}
     for c in cands:
         try:
             kernel = _compile(template, build(c), vdev)
@@ -148,13 +154,15 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
             out = out[0] if isinstance(out, (tuple, list)) else out
             err = rel_err(out.reshape(ref.shape), ref)
             if not err <= tol:
-                measured.append(Measured(c, None, err, f"wrong result: relative error {err:.3g}"))
+                failed.append(Measured(c, None, err, f"wrong result: relative error {err:.3g}"))
                 continue
-            ms = time_fn(kernel, sets, warmup_ms, rep_ms).ms
-            measured.append(Measured(c, ms, err))
             kernels[id(c)] = kernel
+            checked.append((c, err))
         except Exception as e:  # a candidate that fails to compile or launch is reported, not fatal
-            measured.append(Measured(c, None, None, f"{type(e).__name__}: {str(e).strip()[-300:]}"))
+            failed.append(Measured(c, None, None, f"{type(e).__name__}: {str(e).strip()[-300:]}"))
+    times = time_interleaved({str(id(c)): kernels[id(c)] for c, _ in checked}, sets,
+                             warmup_ms=warmup_ms, round_ms=rep_ms / 5)
+    measured = [Measured(c, times[str(id(c))].ms, err) for c, err in checked] + failed
     valid = [m for m in measured if m.valid]
     if not valid:
         raise RuntimeError("no candidate plan compiled and ran correctly:\n"
