@@ -23,10 +23,15 @@ def extract(prim_func: Any, target: Any = None):
     return extract_stask_graph(prim_func, target)
 
 
-def __getattr__(name: str) -> Any:
-    """The flow functions import TileLang; load them on first use so ``import pt_tvm`` stays light."""
-    if name in ("schedule", "schedule_template", "lower", "compile"):
-        from . import compiler
+_LAZY_MODULES = ("passes", "templates", "search", "cost", "plan", "tune", "cache", "propagate", "compiler")
 
-        return getattr(compiler, name)
+
+def __getattr__(name: str) -> Any:
+    """The flow functions and passes import TileLang; load them on first use so ``import pt_tvm`` stays light."""
+    import importlib
+
+    if name in ("schedule", "schedule_template", "lower", "compile"):
+        return getattr(importlib.import_module(".compiler", __name__), name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'pt_tvm' has no attribute {name!r}")
