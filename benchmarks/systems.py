@@ -30,7 +30,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Calla
     return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),
                        "tune_s": round(time.perf_counter() - t0, 1), "predicted_ms": best.seconds * 1e3,
                        "candidates": [{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
-                                       "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "error": m.error}
+                                       "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "error": m.error,
+                                       "plan": m.candidate.plan.to_dict()}
                                       for m in tr.measured]}
 
 
@@ -41,7 +42,8 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple
     result, _, build = schedule_template(template.name, vdev, params=problem)
     return _tilelang_kernel(template, build(), vdev), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
                                                       "search_s": round(result.seconds, 3),
-                                                      "predicted_ms": result.best.seconds * 1e3}
+                                                      "predicted_ms": result.best.seconds * 1e3,
+                                                      "plan_json": result.best.plan.to_dict()}
 
 
 def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
