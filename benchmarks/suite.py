@@ -2,9 +2,9 @@
 
 A row is ``{suite, kernel, config, system, ms, tflops, rel_err, valid, ...}``;
 a run is a header (device, versions, date, command) plus its rows, written
-as JSON. ``dry_run`` builds and checks nothing on a GPU: it resolves the
-templates, runs pt-tvm's search and lowers its kernels on the CPU, so CI
-exercises everything but the timing.
+as JSON. A dry run (:mod:`benchmarks.dryrun`) builds and checks nothing on a
+GPU: it resolves the templates, runs pt-tvm's search and lowers its kernels
+on the CPU, so CI exercises everything but the timing.
 """
 from __future__ import annotations
 
@@ -42,11 +42,11 @@ def header(command: str, device: str) -> dict:
 
     import pt_tvm
 
-    def git(*args: str) -> str:
+    def git(*args: str) -> str | None:
         try:
             return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
-            return "unknown"
+            return None
 
     driver = "n/a"
     try:
@@ -57,7 +57,9 @@ def header(command: str, device: str) -> dict:
     return {
         "device": device, "driver": driver, "cuda": torch.version.cuda, "torch": torch.__version__,
         "tilelang": tilelang.__version__, "pt_tvm": pt_tvm.__version__, "python": platform.python_version(),
-        "git_commit": git("rev-parse", "HEAD"), "git_dirty": bool(git("status", "--porcelain")),
+        # a copy without .git (the GPU machine) is told its commit through PT_TVM_GIT_COMMIT
+        "git_commit": git("rev-parse", "HEAD") or os.environ.get("PT_TVM_GIT_COMMIT", "unknown"),
+        "git_dirty": (lambda st: None if st is None else bool(st))(git("status", "--porcelain")),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "command": command,
     }
 
@@ -92,8 +94,12 @@ def precompile(configs: Sequence[Config], vdev: Any, workers: int) -> None:
 
 
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
-                log: Any = sys.stdout, workers: int = 0, rounds: int = 5) -> list[dict]:
-    """Measure every (config, system) pair on the local GPU; one row each, failures included."""
+                log: Any = sys.stdout, workers: int = 0, rounds: int = 5,
+                system_options: Mapping[str, Any] | None = None) -> list[dict]:
+    """Measure every (config, system) pair on the local GPU; one row each, failures included.
+
+    ``system_options`` go to every system factory (e.g. ``tune_top_k`` for pt-tvm).
+    """
     import torch
 
     from pt_tvm import templates
@@ -119,7 +125,9 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
         for system in cfg.systems:
             row = {"suite": cfg.suite, "kernel": cfg.kernel, "config": dict(problem), "system": system,
                    "ms": None, "tflops": None, "rel_err": None, "valid": False}
-            fn, info = build_system(system, template, problem, vdev)
+            if cfg.note:
+                row["note"] = cfg.note
+            fn, info = build_system(system, template, problem, vdev, **dict(system_options or {}))
             row.update(info)
             if fn is not None:
                 try:
