@@ -24,6 +24,8 @@ examples:
   pt-tvm graph flash_attention --target h100
   pt-tvm graph flash_attention --target h100 --param dim=64 --param causal=true --out fa
   pt-tvm graph gemm --target a100 --param M=2048 --param dtype=bfloat16
+  pt-tvm bench --suite smoke --compare benchmarks/results/BASELINE.json
+  pt-tvm bench --suite smoke --dry-run --target h100
 """
 
 
@@ -109,6 +111,67 @@ def _lower_applied(func, vdev, pass_configs):
         return tilelang.lower(func, target=target)
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from . import cost, hw
+    from .tune import samples_from_run
+
+    vdev = hw.get(args.target)
+    samples = []
+    for path in args.runs:
+        with open(path) as f:
+            samples += samples_from_run(json.load(f), vdev)
+    if not samples:
+        raise SystemExit("pt-tvm: no measured pt-tvm candidates in the given runs (run the benchmarks with pt-tvm)")
+    before = cost.Calibration(vdev.name)
+    cal = dataclasses.replace(cost.calibrate(samples, vdev), source=", ".join(os.path.basename(p) for p in args.runs))
+    for name, c in (("before", before), ("after", cal)):
+        err = sum(abs(cost.estimate(p, g, vdev, c).seconds / s - 1) for p, g, s in samples) / len(samples)
+        print(f"{name}: mean |predicted/measured - 1| = {err:.1%} over {len(samples)} measured plans")
+    print(f"per-sEU occupancy scales {dict(cal.scale)}, overhead {cal.overhead} cycles/iteration")
+    print(f"wrote {cost.save_calibration(cal, args.out)}")
+    return 0
+
+
+def _benchmarks_cli():
+    """``benchmarks.cli`` from this source checkout (it is not installed with the package), or None."""
+    try:
+        from benchmarks import cli
+    except ImportError:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if not os.path.isfile(os.path.join(root, "benchmarks", "cli.py")):
+            return None
+        sys.path.insert(0, root)
+        try:
+            from benchmarks import cli
+        except ImportError:
+            return None
+    return cli
+
+
+def _add_bench(sub) -> None:
+    """``pt-tvm bench``: ``python -m benchmarks bench`` (run a suite, then compare with --compare BASELINE)."""
+    p = sub.add_parser("bench", help="run a benchmark suite, then check it against a baseline (--compare)",
+                       description="Runs `python -m benchmarks run` with these options, then, with --compare, "
+                                   "`python -m benchmarks compare`: exits 1 when pt-tvm got slower than the "
+                                   "baseline by more than --threshold or a row turned invalid.")
+    bench = _benchmarks_cli()
+    if bench is None:
+        def missing(args: argparse.Namespace) -> int:
+            print("pt-tvm bench: needs the benchmarks/ folder of a pt-tvm source checkout", file=sys.stderr)
+            return 2
+
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=missing)
+        return
+    bench.add_run_arguments(p)
+    p.add_argument("--compare", metavar="BASELINE.json", help="baseline run to check against after the run")
+    bench.add_compare_options(p)
+    p.set_defaults(func=bench.cmd_bench, prog="pt-tvm bench")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pt-tvm", description=_DESCRIPTION, epilog=_EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--random-orders", type=int, default=4, help="random priority orders per configuration")
     p.add_argument("--top", type=int, default=5, help="runners-up to print")
     p.set_defaults(func=_cmd_schedule)
+
+    p = sub.add_parser("calibrate", help="fit the cost model to measured plans from benchmark runs",
+                       description="Fits per-sEU occupancy scales and a per-iteration overhead to the pt-tvm "
+                                   "candidates measured in benchmark run JSON files; the search then uses them.")
+    p.add_argument("runs", nargs="+", help="benchmark run JSON files (python -m benchmarks run ...)")
+    p.add_argument("--target", required=True, help="the chip the runs were measured on (e.g. h200)")
+    p.add_argument("--out", help="directory to write <target>.json (default: the pt-tvm cache dir)")
+    p.set_defaults(func=_cmd_calibrate)
     return parser
 
 

@@ -42,13 +42,14 @@ class Calibration:
     scale: Mapping[str, float] = field(default_factory=dict)
     overhead: float = 0.0
     samples: int = 0
+    source: str = ""  # the measurements it was fitted to
 
     def factor(self, kind: SEUKind) -> float:
         return float(self.scale.get(kind.value, 1.0))
 
     def to_dict(self) -> dict:
         return {"format": "pt-tvm.calibration/1", "target": self.target, "scale": dict(self.scale),
-                "overhead": self.overhead, "samples": self.samples}
+                "overhead": self.overhead, "samples": self.samples, "source": self.source}
 
 
 @dataclass(frozen=True)
@@ -185,9 +186,14 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
                 ready = max(ready, when)
         return ready
 
+    cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: price each (sTask, sEU, share) once
+
     def run(stream: _Stream, a: Append, it: int, start: float) -> None:
         t = graph.stask(a.stask)
-        work, latency = sTask_cycles(t, a.seu, graph, vdev, stream.share)
+        key = (t.id, a.seu, stream.share)
+        if key not in cycles:
+            cycles[key] = sTask_cycles(t, a.seu, graph, vdev, stream.share)
+        work, latency = cycles[key]
         work *= cal.factor(a.seu)
         pool = servers[a.seu]
         k = min(range(len(pool)), key=pool.__getitem__)
@@ -220,6 +226,9 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         queues[s.name] = q
     heads = {s.name: 0 for s in streams}
     by_name = {s.name: s for s in streams}
+    # a head's dependences, once all simulated, cannot change until that head issues (``done`` is write-once
+    # and a stream's own later sTasks wait behind its head), so each head's ready time is computed once
+    head_ready: dict[str, float] = {}
     while True:  # event-driven: always issue the earliest-ready instance among the streams
         best = None
         for name, i in heads.items():
@@ -228,9 +237,12 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
             s = by_name[name]
             a, it = queues[name][i]
             t = graph.stask(a.stask)
-            ready = deps(s, t, it)
+            ready = head_ready.get(name)
             if ready is None:
-                continue
+                ready = deps(s, t, it)
+                if ready is None:
+                    continue
+                head_ready[name] = ready
             start = max(s.time, ready)
             if t.placement == Placement.EPILOGUE and iter_done:
                 start = max(start, max(iter_done))
@@ -241,6 +253,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         start, s, a, it = best
         run(s, a, it, start + sync_cost.get((s.role, a.stask), 0.0))
         heads[s.name] += 1
+        head_ready.pop(s.name, None)
         if 0 <= it and heads[s.name] < len(queues[s.name]) and queues[s.name][heads[s.name]][1] != it:
             s.time += cal.overhead * s.share / max(1, len(s.program))
     if any(i < len(queues[n]) for n, i in heads.items()):
@@ -348,11 +361,17 @@ def save_calibration(cal: Calibration, directory: str | None = None) -> str:
     return path
 
 
+_PACKAGED = os.path.join(os.path.dirname(__file__), "calibration")  # fits shipped with pt-tvm, from recorded runs
+
+
 def load_calibration(target: str, directory: str | None = None) -> Calibration | None:
-    """The stored calibration of ``target``, or None (a corrupt file is ignored with a warning)."""
+    """The calibration of ``target``: the user's (``directory`` or the cache dir), else the one shipped with
+    pt-tvm, else None. A corrupt file is ignored with a warning."""
     import warnings
 
     path = os.path.join(directory or _calibration_dir(), f"{target}.json")
+    if not os.path.exists(path) and directory is None:
+        path = os.path.join(_PACKAGED, f"{target}.json")
     if not os.path.exists(path):
         return None
     try:
@@ -360,7 +379,8 @@ def load_calibration(target: str, directory: str | None = None) -> Calibration |
             d = json.load(f)
         if d.get("format") != "pt-tvm.calibration/1":
             raise ValueError("wrong format")
-        return Calibration(d["target"], dict(d["scale"]), float(d["overhead"]), int(d.get("samples", 0)))
+        return Calibration(d["target"], dict(d["scale"]), float(d["overhead"]), int(d.get("samples", 0)),
+                           str(d.get("source", "")))
     except (OSError, ValueError, KeyError, TypeError) as e:
         warnings.warn(f"ignoring corrupt calibration file {path}: {e}", stacklevel=2)
         return None

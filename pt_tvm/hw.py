@@ -212,7 +212,9 @@ class VDevice:
     def from_dict(cls, d: Mapping[str, Any]) -> "VDevice":
         try:
             return cls(**d)
-        except TypeError as e:
+        except HardwareError:
+            raise
+        except (TypeError, ValueError) as e:  # wrong fields, or values of the wrong shape (an unknown sEU kind)
             raise HardwareError(f"malformed chip description: {e}") from None
 
 

@@ -182,3 +182,22 @@ def report(tr: TuneResult) -> str:
         lines.append(f" {mark} {pred:.3f} ms -> {got}  {m.candidate.note} tile={dict(m.candidate.plan.tile)}")
     return "\n".join(lines)
 
+
+
+def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
+    """(plan, graph, seconds) calibration samples from a benchmark run's measured pt-tvm candidates."""
+    from . import templates
+    from .passes import extract_stask_graph
+    from .plan import ExecutionPlan
+
+    vdev = hw.for_target(target)
+    out = []
+    for row in run["rows"]:
+        for c in row.get("candidates", ()):
+            if c.get("ms") is None or "plan" not in c:
+                continue
+            template = templates.get(row["kernel"])
+            problem, _ = template.resolve(**row["config"])
+            graph = extract_stask_graph(template.build(**problem, **c["tile"]), vdev)
+            out.append((ExecutionPlan.from_dict(c["plan"]), graph, c["ms"] * 1e-3))
+    return out
