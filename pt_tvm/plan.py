@@ -228,6 +228,8 @@ class ExecutionPlan:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ExecutionPlan":
+        if not isinstance(d, Mapping):
+            raise PlanError([Violation("format", f"not a pt-tvm plan (a JSON {type(d).__name__}, not an object)")])
         if d.get("format") != "pt-tvm.plan/1":
             raise PlanError([Violation("format", f"not a pt-tvm plan (format={d.get('format')!r})")])
         try:
@@ -406,10 +408,32 @@ _REG_OVERHEAD = 40  # addresses, loop state, wgmma descriptors, temporaries (fit
 
 
 def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
-    """Shared memory the plan allocates: every shared buffer times its versions, plus mbarriers."""
-    total = sum((b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared")
+    """Shared memory the plan allocates: shared buffers times their versions, plus mbarriers.
+
+    Software-pipelined kernels go through TileLang's shared-memory merging, which lets
+    buffers whose live ranges do not overlap share bytes (e.g. an epilogue staging tile
+    and the loop's input tiles); warp-specialized kernels keep every buffer apart.
+    """
+    sizes = {name: (b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared"}
     barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
-    return total + barriers
+    if plan.style == Style.WARP_SPECIALIZED:
+        return sum(sizes.values()) + barriers
+    points = [(t.placement, t.index) for t in graph.stasks if t.placement != Placement.LOOP]
+    points.append((Placement.LOOP, 0))
+    order = {Placement.PROLOGUE: 0, Placement.LOOP: 1, Placement.EPILOGUE: 2}
+
+    def point(t: STask) -> tuple[int, int]:
+        return (order[t.placement], 0 if t.placement == Placement.LOOP else t.index)
+
+    live = {}
+    for t in graph.stasks:
+        for b in t.read_buffers() | t.write_buffers():
+            if b in sizes:
+                lo, hi = live.get(b, (point(t), point(t)))
+                live[b] = (min(lo, point(t)), max(hi, point(t)))
+    peak = max((sum(sizes[b] for b, (lo, hi) in live.items() if lo <= (order[pl], i) <= hi)
+                for pl, i in ((p, 0 if p == Placement.LOOP else i) for p, i in points)), default=0)
+    return peak + barriers
 
 
 def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
