@@ -1,8 +1,9 @@
 """The systems compared: pt-tvm's searched kernels, TileLang's automatic schedule, and the peers.
 
-Each system is a factory ``make(template, problem, vdev) -> callable(*inputs) -> output``
+Each system is a factory ``make(template, problem, vdev, **options) -> callable(*inputs) -> output``
 that builds (and compiles) once; building errors surface as a row marked invalid
-with the reason, not as a crash of the suite.
+with the reason, not as a crash of the suite. ``options`` carries run-wide
+settings (``tune_top_k`` for pt-tvm); a factory ignores those it does not use.
 """
 from __future__ import annotations
 
@@ -20,12 +21,17 @@ def _tilelang_kernel(template: Any, func: Any, vdev: Any) -> Callable:
                             pass_configs=dict(template.pass_configs))
 
 
-def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
-    """Cost-model search, then the best few plans measured on this GPU (pt_tvm.tune)."""
+def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
+            **_: Any) -> tuple[Callable, dict]:
+    """Cost-model search, then the best ``tune_top_k`` plans (default 8) measured on this GPU (pt_tvm.tune).
+
+    ``tune_top_k=1`` measures only the model's first choice (no refinement).
+    """
     from pt_tvm.tune import tune_template
 
     t0 = time.perf_counter()
-    tr = tune_template(template.name, vdev, params=problem)
+    kw = {"top_k": int(tune_top_k)} if tune_top_k else {}
+    tr = tune_template(template.name, vdev, params=problem, **kw)
     best = tr.best.candidate
     return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),
                        "tune_s": round(time.perf_counter() - t0, 1), "predicted_ms": best.seconds * 1e3,
@@ -35,7 +41,7 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Calla
                                       for m in tr.measured]}
 
 
-def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """The cost model's first choice alone, no GPU measurement in the loop."""
     from pt_tvm.compiler import schedule_template
 
@@ -46,13 +52,13 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple
                                                       "plan_json": result.best.plan.to_dict()}
 
 
-def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """The same template with TileLang's own schedule: ``T.Pipelined(num_stages=2)``, default tile."""
     return _tilelang_kernel(template, template.build(num_stages=2, **problem), vdev), {"tile": dict(template.tile)}
 
 
 def _sdpa(backend_name: str) -> Callable:
-    def make(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+    def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
         import torch
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -71,7 +77,7 @@ def _sdpa(backend_name: str) -> Callable:
     return make
 
 
-def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     from flash_attn.cute import flash_attn_func
 
     def run(q, k, v):
@@ -81,18 +87,49 @@ def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable
     return run, {"package": "flash-attn-4 (CuTe sm90 forward)"}
 
 
-def _torch_compile(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
+    """The kernel as plain PyTorch in the input dtype: what a user would write and hand to ``torch.compile``.
+
+    (The template's ``reference`` computes in float32 to check results; compiling
+    it would time an fp32 kernel, not a peer.)
+    """
+    import math
+
     import torch
 
-    ref = template.reference
+    if template.name == "gemm":
+        return lambda a, b: a @ b
+    if template.name == "gemm_rowsum":
+        def gemm_rowsum(a, b, s):
+            c = a @ b
+            return c, c.float().sum(dim=1)
+        return gemm_rowsum
+    if template.name == "flash_attention":
+        scale = 1.0 / math.sqrt(problem["dim"])
+        groups = problem["heads"] // problem["kv_heads"]
+        causal = problem["causal"]
 
-    def eager(*inputs):
-        return ref(*inputs, **problem)
+        def attention(q, k, v):  # BSHD in, BSHD out
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            if groups > 1:
+                k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+            s = (q @ k.transpose(-2, -1)) * scale
+            if causal:
+                n = s.shape[-1]
+                s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+            return (s.softmax(dim=-1) @ v).transpose(1, 2)
+        return attention
+    raise NotImplementedError(f"no eager PyTorch form for template {template.name!r}")
 
-    return torch.compile(eager, dynamic=False), {"mode": "default"}
+
+def _torch_compile(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+    import torch
+
+    return torch.compile(_eager(template, problem), dynamic=False), {"mode": "default",
+                                                                     "source": "eager PyTorch in the input dtype"}
 
 
-def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable, dict]:
+def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     import torch
 
     if template.name == "gemm_rowsum":
@@ -120,10 +157,11 @@ PEERS_BY_SUITE = {
 }
 
 
-def build_system(name: str, template: Any, problem: Mapping[str, Any], vdev: Any) -> tuple[Callable | None, dict]:
+def build_system(name: str, template: Any, problem: Mapping[str, Any], vdev: Any,
+                 **options: Any) -> tuple[Callable | None, dict]:
     """(callable or None, info); info["error"] says why a system could not be built."""
     try:
-        fn, info = SYSTEMS[name](template, problem, vdev)
+        fn, info = SYSTEMS[name](template, problem, vdev, **options)
         return fn, info
     except Exception as e:  # a peer that cannot build is a reported row, not a crash
         text = str(e).strip()

@@ -30,11 +30,13 @@ examples:
 
 
 def _params(pairs: Sequence[str]) -> dict[str, str]:
+    from .templates import TemplateError
+
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"pt-tvm: --param expects KEY=VALUE, got {pair!r}")
+        if not sep or not key.strip():
+            raise TemplateError(f"--param expects KEY=VALUE, got {pair!r}")  # reported like other bad input
         out[key.strip()] = value.strip()
     return out
 
@@ -210,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="the chip the runs were measured on (e.g. h200)")
     p.add_argument("--out", help="directory to write <target>.json (default: the pt-tvm cache dir)")
     p.set_defaults(func=_cmd_calibrate)
+
+    _add_bench(sub)
     return parser
 
 

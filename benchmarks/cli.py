@@ -1,0 +1,269 @@
+"""``python -m benchmarks COMMAND``: run a suite, report it, check it against a baseline, time the search.
+
+  run          measure a suite on the local GPU (or ``--dry-run`` on a CPU) and write its JSON
+  list         print a suite's configs without running anything
+  report       table.md and PNG bar charts from a run JSON
+  compare      exit 1 when a run is slower than a baseline beyond a threshold or a row turned invalid
+  bench        run, then compare with ``--compare BASELINE.json`` (also ``pt-tvm bench``)
+  search-time  pt-tvm's search time per template/config on the CPU, beside published figures
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shlex
+import sys
+from typing import Any, Sequence
+
+__all__ = ["main", "build_parser", "add_run_arguments", "add_compare_options", "cmd_run", "cmd_bench"]
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+QUICK_MAX_CONFIGS = 8
+
+_EXAMPLES = """\
+examples:
+  python -m benchmarks run --suite smoke
+  python -m benchmarks run --suite attention-core --tune-top-k 4
+  python -m benchmarks run --suite all --quick --systems pt-tvm,cudnn-sdpa,fa3
+  python -m benchmarks run --suite smoke --dry-run --target h100          # CPU only
+  python -m benchmarks report benchmarks/results/RUN.json --out-dir report/
+  python -m benchmarks compare RUN.json BASELINE.json --threshold 0.05
+  python -m benchmarks bench --suite gemm-core --compare BASELINE.json
+  python -m benchmarks search-time --target h100
+"""
+
+
+def _stamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``run`` (shared with ``bench`` and ``pt-tvm bench``)."""
+    from .configs import SUITES
+
+    p.add_argument("--suite", default="smoke", help=f"one of {', '.join(SUITES)}, all (default smoke)")
+    p.add_argument("--out", help="run JSON to write (default benchmarks/results/SUITE-TARGET-DATE.json)")
+    p.add_argument("--systems", help="comma-separated subset of systems (e.g. pt-tvm,cudnn-sdpa,fa3)")
+    p.add_argument("--max-configs", type=int, metavar="N",
+                   help="measure only N configs spread evenly over the suite")
+    p.add_argument("--quick", action="store_true",
+                   help=f"subsample the suite to {QUICK_MAX_CONFIGS} configs (unless --max-configs says otherwise)")
+    p.add_argument("--tune-top-k", type=int, metavar="K",
+                   help="plans pt-tvm measures per config (default 8; 1 = the cost model's choice only)")
+    p.add_argument("--target", help="chip model: h100, h200, a100, mi300x or a chip file "
+                                    "(default: the local GPU; h100 for a dry run without one)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="no GPU: resolve configs, run pt-tvm's search and tilelang.lower on the CPU; ms stays null")
+    p.add_argument("--workers", type=int, default=0, help="parallel compile processes (default min(8, cores))")
+
+
+def add_compare_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", type=float, default=0.05,
+                   help="allowed slowdown as a fraction of the baseline time (default 0.05 = 5%%)")
+    p.add_argument("--all-systems", action="store_true", help="check every system, not only pt-tvm")
+
+
+def _configs(args: argparse.Namespace) -> list:
+    from .configs import filter_systems, subsample, suite_configs
+
+    configs = filter_systems(suite_configs(args.suite), args.systems.split(",") if args.systems else None)
+    limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
+    return subsample(configs, limit)
+
+
+def _vdev(args: argparse.Namespace) -> tuple[Any, str]:
+    """(chip model, device description): --target, else the local GPU, else (dry run only) h100."""
+    import torch
+
+    from pt_tvm import hw
+
+    gpu = torch.cuda.is_available()
+    if not gpu and not args.dry_run:
+        raise SystemExit("benchmarks: no CUDA GPU here; use --dry-run to exercise the harness on the CPU")
+    vdev = hw.get(args.target) if args.target else (hw.from_device() if gpu else hw.get("h100"))
+    device = torch.cuda.get_device_name() if gpu else "none (CPU dry run)"
+    return vdev, device
+
+
+def _command(args: argparse.Namespace) -> str:
+    argv = getattr(args, "argv", None)
+    if argv is not None:
+        return f"{args.prog} " + " ".join(shlex.quote(a) for a in argv)
+    flags = []  # reconstructed from the options (``pt-tvm bench`` called as a function)
+    for name in ("suite", "out", "systems", "max_configs", "tune_top_k", "target", "workers", "compare",
+                 "threshold"):
+        v = getattr(args, name, None)
+        if v not in (None, "", 0):
+            flags.append(f"--{name.replace('_', '-')} {shlex.quote(str(v))}")
+    flags += [f"--{n.replace('_', '-')}" for n in ("quick", "dry_run", "all_systems") if getattr(args, n, False)]
+    return f"{args.prog} " + " ".join(flags)
+
+
+def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
+    """Run (or dry-run) a suite and write its JSON; returns (exit code, path)."""
+    from .report import summary_lines
+    from .suite import header, write_run
+
+    configs = _configs(args)
+    if not configs:
+        raise SystemExit(f"benchmarks: suite {args.suite!r} has no configs left after filtering")
+    vdev, device = _vdev(args)
+    options = {"tune_top_k": args.tune_top_k} if args.tune_top_k else {}
+    if args.tune_top_k is not None and args.tune_top_k < 1:
+        raise SystemExit("benchmarks: --tune-top-k must be >= 1")
+    head = header(_command(args), device)
+    head.update(suite=args.suite, target=vdev.name, dry_run=bool(args.dry_run), configs=len(configs),
+                systems=sorted({s for c in configs for s in c.systems}),
+                tune_top_k=args.tune_top_k)  # None: pt_tvm.tune's default
+    print(f"{args.suite}: {len(configs)} configs on {device} (model {vdev.name})"
+          + (" -- dry run" if args.dry_run else ""), flush=True)
+    if args.dry_run:
+        from .dryrun import dry_run_configs
+
+        rows = dry_run_configs(configs, vdev, system_options=options)
+    else:
+        from .suite import run_configs
+
+        rows = run_configs(configs, vdev, workers=args.workers, system_options=options)
+    name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
+    out = args.out or os.path.join(RESULTS_DIR, name)
+    write_run(out, head, rows)
+    if args.dry_run:
+        states = [r.get("valid") for r in rows]
+        print(f"dry run: {states.count(True)} rows built on the CPU, {states.count(False)} failed, "
+              f"{states.count(None)} peers skipped (GPU only)")
+    else:
+        for line in summary_lines(rows):
+            print(line)
+    print(f"wrote {out}")
+    failed = [r for r in rows if r.get("valid") is False and r["system"].startswith("pt-tvm")]
+    if args.dry_run and failed:
+        print(f"{len(failed)} pt-tvm row(s) failed their CPU search or lowering", file=sys.stderr)
+        return 1, out
+    return 0, out
+
+
+def _print_comparison(run: str, baseline: str, args: argparse.Namespace) -> int:
+    from .compare import compare_files
+
+    try:
+        result = compare_files(run, baseline, threshold=args.threshold, all_systems=args.all_systems)
+    except (OSError, ValueError) as e:
+        print(f"benchmarks compare: {e}", file=sys.stderr)
+        return 2
+    print(result.text(args.threshold))
+    if result.compared == 0:
+        print("benchmarks compare: the run and the baseline have no (kernel, config, system) rows in common",
+              file=sys.stderr)
+        return 2
+    return 0 if result.ok else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run, then (with --compare) check against the baseline; exit 1 on a regression (or a failed dry run)."""
+    if args.compare and not os.path.exists(args.compare):
+        raise SystemExit(f"benchmarks: baseline {args.compare!r} not found")
+    code, out = cmd_run(args)
+    if not args.compare:
+        return code
+    print(f"comparing {out} with {args.compare}")
+    return max(code, _print_comparison(out, args.compare, args))
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from .report import config_label
+
+    configs = _configs(args)
+    for c in configs:
+        label = config_label({"kernel": c.kernel, "config": dict(c.problem), "note": c.note})
+        print(f"{c.suite:<15} {c.kernel:<16} {label:<40} {','.join(c.systems)}")
+    print(f"{len(configs)} configs, {sum(len(c.systems) for c in configs)} rows")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    table, pngs = write_report(args.run, args.out_dir, subject=args.system)
+    print(f"wrote {table}" + (f" and {len(pngs)} charts" if pngs else " (no timed rows: no charts)"))
+    for p in pngs:
+        print(f"  {p}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    return _print_comparison(args.run, args.baseline, args)
+
+
+def _cmd_search_time(args: argparse.Namespace) -> int:
+    from pt_tvm import hw
+
+    from .configs import subsample, suite_configs
+    from .searchtime import cpu_description, default_configs, format_table, measure_search_times
+    from .suite import header, write_run
+
+    vdev = hw.get(args.target)
+    configs = default_configs() if not args.suite else suite_configs(args.suite)
+    configs = subsample(configs, args.max_configs)
+    cpu = cpu_description()  # before the searches load the machine themselves
+    rows = measure_search_times(configs, vdev, repeat=args.repeat)
+    print()
+    print(format_table(rows, cpu))
+    if not args.no_save:
+        out = args.out or os.path.join(RESULTS_DIR, f"search-time-{vdev.name}-{_stamp()}.json")
+        head = header(_command(args), "none (CPU search only)")
+        head.update(cpu, target=vdev.name, kind="search-time")
+        write_run(out, head, rows)
+        print(f"\nwrote {out}")
+    return 0
+
+
+def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], epilog=_EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="measure a suite on the local GPU (or --dry-run on a CPU) and write its JSON")
+    add_run_arguments(p)
+    p.set_defaults(func=lambda a: cmd_run(a)[0])
+
+    p = sub.add_parser("bench", help="run, then compare with a baseline (--compare BASELINE.json)")
+    add_run_arguments(p)
+    p.add_argument("--compare", metavar="BASELINE.json", help="baseline run to check against after the run")
+    add_compare_options(p)
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("list", help="print a suite's configs")
+    add_run_arguments(p)
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("report", help="write table.md and PNG charts from a run JSON")
+    p.add_argument("run", metavar="RUN.json")
+    p.add_argument("--out-dir", required=True, metavar="DIR")
+    p.add_argument("--system", default="pt-tvm", help="the system whose ratios are tabulated (default pt-tvm)")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("compare", help="exit 1 when RUN regressed against BASELINE (slower or invalid)")
+    p.add_argument("run", metavar="RUN.json")
+    p.add_argument("baseline", metavar="BASELINE.json")
+    add_compare_options(p)
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("search-time", help="pt-tvm's CPU search time per template/config vs published figures")
+    p.add_argument("--target", default="h100", help="chip model to search for (default h100)")
+    p.add_argument("--suite", help="time the configs of this suite instead of the default set")
+    p.add_argument("--max-configs", type=int, metavar="N", help="only N configs spread over the set")
+    p.add_argument("--repeat", type=int, default=1, help="searches per config; the minimum is reported")
+    p.add_argument("--out", help="JSON to write (default benchmarks/results/search-time-TARGET-DATE.json)")
+    p.add_argument("--no-save", action="store_true", help="print only, write no JSON")
+    p.set_defaults(func=_cmd_search_time)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.prog, args.argv = "python -m benchmarks", argv
+    return int(args.func(args) or 0)

@@ -1,0 +1,117 @@
+"""Regression check: a run against a baseline run, row by row.
+
+Rows are matched on (kernel, config, system). A row regresses when it was
+valid in the baseline and is invalid (or missing its time) now, or when its
+median time grew by more than ``threshold`` (0.05: 5 % slower). Only pt-tvm's
+rows are checked unless ``all_systems``. Rows present in only one of the runs
+are listed but do not fail the check (a run may be a subset). Two dry runs
+compare validity only (nothing was timed); a dry run cannot be compared
+with a timed run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .report import SUBJECT, config_key, config_label, geomean, load_run
+
+__all__ = ["Comparison", "compare_runs", "compare_files"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a check found; ``ok`` is False when anything regressed."""
+
+    regressions: tuple[str, ...]
+    improvements: tuple[str, ...]
+    compared: int
+    only_in_run: tuple[str, ...] = ()
+    only_in_baseline: tuple[str, ...] = ()
+    speedup_geomean: float | None = None  # baseline ms / run ms over rows timed in both
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.regressions
+
+    def text(self, threshold: float) -> str:
+        lines = [f"REGRESSION {r}" for r in self.regressions]
+        lines += [f"improved   {r}" for r in self.improvements]
+        lines += [f"note: {n}" for n in self.notes]
+        if self.only_in_baseline:
+            lines.append(f"not in this run ({len(self.only_in_baseline)}): " + "; ".join(self.only_in_baseline[:10])
+                         + (" ..." if len(self.only_in_baseline) > 10 else ""))
+        if self.only_in_run:
+            lines.append(f"not in the baseline ({len(self.only_in_run)}): " + "; ".join(self.only_in_run[:10])
+                         + (" ..." if len(self.only_in_run) > 10 else ""))
+        speed = f"; speed vs baseline, geomean {self.speedup_geomean:.3f}x" if self.speedup_geomean else ""
+        verdict = "FAIL" if self.regressions else "OK"
+        lines.append(f"{verdict}: {self.compared} rows compared, {len(self.regressions)} regressed beyond "
+                     f"{threshold:.1%}{speed}")
+        return "\n".join(lines)
+
+
+def _name(row: Mapping[str, Any]) -> str:
+    return f"{row['kernel']} [{config_label(row)}] {row['system']}"
+
+
+def _ms(row: Mapping[str, Any]) -> float | None:
+    ms = row.get("ms")
+    return float(ms) if row.get("valid") is True and isinstance(ms, (int, float)) and ms > 0 else None
+
+
+def _why(row: Mapping[str, Any]) -> str:
+    if row.get("error"):
+        return str(row["error"])
+    if row.get("rel_err") is not None:
+        return f"relative error {row['rel_err']}"
+    return "not valid" if row.get("valid") is not True else "no time recorded"
+
+
+def compare_runs(run: Mapping[str, Any], baseline: Mapping[str, Any], *, threshold: float = 0.05,
+                 systems: Sequence[str] | None = (SUBJECT,)) -> Comparison:
+    """Compare two runs; ``systems=None`` checks every system."""
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    dry = [any(r.get("dry_run") for r in x["rows"]) for x in (run, baseline)]
+    if dry[0] != dry[1]:
+        raise ValueError("cannot compare a dry run with a timed run ("
+                         + ("the run" if dry[0] else "the baseline") + " is the dry run)")
+
+    def index(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, Mapping[str, Any]]:
+        return {(config_key(r), r["system"]): r for r in rows if systems is None or r["system"] in systems}
+
+    now, base = index(run["rows"]), index(baseline["rows"])
+    regressions, improvements, speeds = [], [], []
+    for key in (k for k in base if k in now):
+        b, r = base[key], now[key]
+        if dry[0]:  # validity of the CPU steps only
+            if b.get("valid") is True and r.get("valid") is False:
+                regressions.append(f"{_name(r)}: became invalid ({_why(r)})")
+            continue
+        b_ms, r_ms = _ms(b), _ms(r)
+        if b_ms is not None and r_ms is None:
+            regressions.append(f"{_name(r)}: became invalid ({_why(r)}); baseline {b_ms:.4f} ms")
+        elif b_ms is None and r_ms is not None:
+            improvements.append(f"{_name(r)}: now valid, {r_ms:.4f} ms (baseline: {_why(b)})")
+        elif b_ms is not None and r_ms is not None:
+            change = r_ms / b_ms - 1.0
+            speeds.append(b_ms / r_ms)
+            if change > threshold:
+                regressions.append(f"{_name(r)}: {b_ms:.4f} ms -> {r_ms:.4f} ms ({change:+.1%}, "
+                                   f"threshold {threshold:.1%})")
+            elif -change > threshold:
+                improvements.append(f"{_name(r)}: {b_ms:.4f} ms -> {r_ms:.4f} ms ({change:+.1%})")
+    common = sum(1 for k in base if k in now)
+    notes = ("dry runs: validity only, nothing was timed",) if dry[0] else ()
+    return Comparison(tuple(regressions), tuple(improvements), common,
+                      only_in_run=tuple(_name(now[k]) for k in now if k not in base),
+                      only_in_baseline=tuple(_name(base[k]) for k in base if k not in now),
+                      speedup_geomean=geomean(speeds), notes=notes)
+
+
+def compare_files(run_path: str, baseline_path: str, *, threshold: float = 0.05,
+                  all_systems: bool = False, systems: Sequence[str] | None = None) -> Comparison:
+    """:func:`compare_runs` on two JSON files; ``all_systems`` overrides ``systems`` (default pt-tvm)."""
+    chosen = None if all_systems else tuple(systems or (SUBJECT,))
+    return compare_runs(load_run(run_path), load_run(baseline_path), threshold=threshold, systems=chosen)

@@ -1,0 +1,107 @@
+"""A dry run: everything the GPU run does except building peers, checking and timing, on a CPU.
+
+For each config the template is resolved, pt-tvm's two-level search runs for
+the target, the candidates measured refinement would compile are picked
+(``pt_tvm.tune.diverse_top``), and the winner is lowered with
+``tilelang.lower``; TileLang's own schedule (``tilelang-auto``) is lowered
+too. Rows have the run's fields with ``ms``/``tflops``/``rel_err`` None and
+``dry_run: true``. ``valid`` is True when the system's CPU step (search and
+lowering) succeeded, False when it raised (``error`` says why), and None for
+peers, which are only built on a GPU (``skipped`` says so).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Iterable, Mapping
+
+from .suite import Config, _error, _short
+
+__all__ = ["dry_run_configs"]
+
+_PT_TVM = ("pt-tvm", "pt-tvm-model")  # both take the searched plan; pt-tvm then measures the top k on a GPU
+
+
+def _lower(func: Any, vdev: Any, pass_configs: Mapping[str, Any]) -> tuple[int, float]:
+    """(characters of device source, seconds) of ``tilelang.lower`` for the model's target; no GPU needed."""
+    import tilelang
+
+    t0 = time.perf_counter()
+    target = vdev.tvm_target()
+    with tilelang.transform.PassContext(config=dict(pass_configs)), target:
+        art = tilelang.lower(func, target=target)
+    return len(art.kernel_source), round(time.perf_counter() - t0, 3)
+
+
+def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: Any, top_k: int) -> dict:
+    """Search, pick the refinement candidates, lower the winner: the CPU half of the pt-tvm systems."""
+    from pt_tvm.compiler import schedule_template
+    from pt_tvm.tune import diverse_top
+
+    t0 = time.perf_counter()
+    result, _, build = schedule_template(cfg.kernel, vdev, params=problem)
+    wall = time.perf_counter() - t0
+    best = result.best
+    chars, lower_s = _lower(build(), vdev, template.pass_configs)
+    flops = template.flops(problem)
+    return {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(result.seconds, 3),
+            "search_wall_s": round(wall, 3), "plans_considered": result.considered,
+            "predicted_ms": best.seconds * 1e3, "predicted_tflops": flops / best.seconds / 1e12,
+            "tune_candidates": [{"note": c.note, "tile": dict(c.plan.tile), "predicted_ms": c.seconds * 1e3}
+                                for c in diverse_top(result, top_k)],
+            "lower_s": lower_s, "source_chars": chars}
+
+
+def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = sys.stdout,
+                    system_options: Mapping[str, Any] | None = None) -> list[dict]:
+    """One row per (config, system), as :func:`benchmarks.suite.run_configs` writes them, without a GPU."""
+    from pt_tvm import templates
+
+    import inspect
+
+    from pt_tvm.tune import tune_template
+
+    default_k = inspect.signature(tune_template).parameters["top_k"].default
+    top_k = int((system_options or {}).get("tune_top_k") or default_k)
+    rows = []
+    for cfg in configs:
+        template = templates.get(cfg.kernel)
+        try:
+            problem, _ = template.resolve(**cfg.problem)
+            setup_error = ""
+        except Exception as e:  # a config the template rejects is a failed row per system
+            problem, setup_error = dict(cfg.problem), _error(e)
+        pt_info: dict | Exception | None = None  # computed once for pt-tvm and pt-tvm-model
+        for system in cfg.systems:
+            row = {"suite": cfg.suite, "kernel": cfg.kernel, "config": dict(problem), "system": system,
+                   "ms": None, "tflops": None, "rel_err": None, "valid": None, "dry_run": True,
+                   "target": vdev.name}
+            if cfg.note:
+                row["note"] = cfg.note
+            try:
+                if setup_error:
+                    raise ValueError(setup_error)
+                if system in _PT_TVM:
+                    if pt_info is None:
+                        try:
+                            pt_info = _pt_tvm_info(cfg, vdev, problem, template, top_k)
+                        except Exception as e:  # recorded on both pt-tvm rows
+                            pt_info = e
+                    if isinstance(pt_info, Exception):
+                        raise pt_info
+                    info = dict(pt_info)
+                    if system != "pt-tvm":
+                        info.pop("tune_candidates")
+                    row.update(info, valid=True)
+                elif system == "tilelang-auto":
+                    chars, lower_s = _lower(template.build(num_stages=2, **problem), vdev, template.pass_configs)
+                    row.update(tile=dict(template.tile), lower_s=lower_s, source_chars=chars, valid=True)
+                else:
+                    row["skipped"] = "peers are built, checked and timed only on a GPU"
+            except Exception as e:  # the harness records failures as rows, as on the GPU
+                row.update(valid=False, error=_error(e))
+            rows.append(row)
+            state = {True: "ok", False: "FAILED", None: "skipped"}[row["valid"]]
+            print(f"{cfg.kernel:<16} {_short(problem):<52} {system:<14} dry-run {state}  "
+                  f"{row.get('plan', '')} {row.get('error', '')}", file=log, flush=True)
+    return rows

@@ -1,0 +1,285 @@
+"""A run's JSON as a Markdown table and bar charts (TFLOP/s per config per system, as in the FA3 paper).
+
+``table.md`` has, per kernel, the TFLOP/s of every system and the best peer,
+then the ratio of pt-tvm to each other system and to the best peer (pt-tvm
+TFLOP/s over theirs: above 1 means pt-tvm is faster) with geometric means
+over the configs where both rows are valid. Peers are the systems that are
+not pt-tvm's own (names starting with ``pt-tvm``). Invalid rows are listed
+with their reason and left out of every ratio.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["load_run", "config_key", "config_label", "is_peer", "best_peer", "geomean", "markdown",
+           "plot", "write_report", "summary_lines"]
+
+SUBJECT = "pt-tvm"
+
+
+def load_run(path: str) -> dict:
+    """A run JSON (``{"header": ..., "rows": [...]}``); a file without ``rows`` raises ValueError."""
+    with open(path) as f:
+        run = json.load(f)
+    if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
+        raise ValueError(f"{path}: not a benchmark run (expected an object with a 'rows' list)")
+    run.setdefault("header", {})
+    return run
+
+
+def config_key(row: Mapping[str, Any]) -> str:
+    """The identity of a row's problem: kernel plus its config as sorted JSON."""
+    return row["kernel"] + " " + json.dumps(row["config"], sort_keys=True, default=str)
+
+
+_DT = {"float16": "fp16", "bfloat16": "bf16"}
+
+
+def config_label(row: Mapping[str, Any]) -> str:
+    """A short human name for a row's config (``fp16 d128 s4096 b4 h16 causal``, ``fp16 8192x8192x8192``)."""
+    c = row["config"]
+    dt = _DT.get(c.get("dtype"), c.get("dtype", ""))
+    if row["kernel"] == "flash_attention":
+        gqa = f"/{c['kv_heads']}" if c.get("kv_heads", c.get("heads")) != c.get("heads") else ""
+        return (f"{dt} d{c['dim']} s{c['seq_len']} b{c['batch']} h{c['heads']}{gqa}"
+                + (" causal" if c.get("causal") else ""))
+    if {"M", "N", "K"} <= set(c):
+        note = row.get("note", "")
+        shape = f"{c['M']}x{c['N']}x{c['K']}"
+        return f"{dt} {shape}" + (f" ({note})" if note and not note.startswith("square") else "")
+    return " ".join(f"{k}={v}" for k, v in c.items())
+
+
+def is_peer(system: str) -> bool:
+    """Peers are everyone else's systems; ``pt-tvm*`` are ours (the tuned kernel and its model-only ablation)."""
+    return not system.startswith("pt-tvm")
+
+
+def _tflops(row: Mapping[str, Any] | None) -> float | None:
+    """TFLOP/s of a valid, timed row; None otherwise."""
+    if not row or row.get("valid") is not True:
+        return None
+    tf = row.get("tflops")
+    return float(tf) if isinstance(tf, (int, float)) and tf > 0 and math.isfinite(tf) else None
+
+
+def best_peer(by_system: Mapping[str, Mapping[str, Any]]) -> tuple[str, float] | None:
+    """(system, TFLOP/s) of the fastest valid peer of one config, or None."""
+    timed = [(s, _tflops(r)) for s, r in by_system.items() if is_peer(s)]
+    timed = [(s, t) for s, t in timed if t is not None]
+    return max(timed, key=lambda st: st[1]) if timed else None
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def _group(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Mapping[str, Any]]]]:
+    """kernel -> config key -> system -> row, in first-appearance order."""
+    out: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
+    for r in rows:
+        out.setdefault(r["kernel"], {}).setdefault(config_key(r), {})[r["system"]] = r
+    return out
+
+
+def _systems(configs: Mapping[str, Mapping[str, Any]], subject: str) -> list[str]:
+    seen: list[str] = []
+    for by_system in configs.values():
+        seen += [s for s in by_system if s not in seen]
+    return sorted(seen, key=lambda s: (s != subject, not s.startswith("pt-tvm")))  # stable otherwise
+
+
+def _cell(row: Mapping[str, Any] | None) -> str:
+    if row is None:
+        return "—"
+    if row.get("valid") is False:
+        return "invalid"
+    tf = _tflops(row)
+    return f"{tf:.0f}" if tf is not None else "not timed"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b is not None else None
+
+
+def _fmt_ratio(r: float | None) -> str:
+    return f"{r:.2f}x" if r is not None else "—"
+
+
+def _kernel_tables(kernel: str, configs: Mapping[str, Mapping[str, Mapping[str, Any]]], subject: str) -> list[str]:
+    systems = _systems(configs, subject)
+    others = [s for s in systems if s != subject]
+    lines = [f"## {kernel}", "", "TFLOP/s (median; `invalid`: failed the reference check or did not build)", ""]
+    lines += ["| config | " + " | ".join(systems) + " | best peer |", "|---" * (len(systems) + 2) + "|"]
+    for by_system in configs.values():
+        label = config_label(next(iter(by_system.values())))
+        best = best_peer(by_system)
+        lines.append(f"| {label} | " + " | ".join(_cell(by_system.get(s)) for s in systems)
+                     + f" | {f'{best[0]} ({best[1]:.0f})' if best else '—'} |")
+    if subject not in systems or not others:
+        return lines + [""]
+    lines += ["", f"Speed-up of {subject} (its TFLOP/s over the other's; > 1: {subject} is faster)", ""]
+    cols = [f"{subject}/{s}" for s in others] + [f"{subject}/best peer"]
+    lines += ["| config | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    per_col: list[list[float]] = [[] for _ in cols]
+    for by_system in configs.values():
+        mine = _tflops(by_system.get(subject))
+        best = best_peer(by_system)
+        ratios = [_ratio(mine, _tflops(by_system.get(s))) for s in others]
+        ratios.append(_ratio(mine, best[1] if best else None))
+        for col, r in zip(per_col, ratios):
+            if r is not None:
+                col.append(r)
+        label = config_label(next(iter(by_system.values())))
+        lines.append(f"| {label} | " + " | ".join(_fmt_ratio(r) for r in ratios) + " |")
+    means = [geomean(c) for c in per_col]
+    lines.append("| **geomean** | " + " | ".join(
+        f"**{_fmt_ratio(m)}** (n={len(c)})" if m is not None else "—" for m, c in zip(means, per_col)) + " |")
+    return lines + [""]
+
+
+def summary_lines(rows: Sequence[Mapping[str, Any]], subject: str = SUBJECT) -> list[str]:
+    """Per kernel: geomean of subject/best peer, and how many configs the subject wins."""
+    out = []
+    for kernel, configs in _group(rows).items():
+        ratios = []
+        for by_system in configs.values():
+            best = best_peer(by_system)
+            r = _ratio(_tflops(by_system.get(subject)), best[1] if best else None)
+            if r is not None:
+                ratios.append(r)
+        g = geomean(ratios)
+        if g is None:
+            out.append(f"{kernel}: {len(configs)} configs, no config with both {subject} and a peer valid and timed")
+        else:
+            wins = sum(r > 1 for r in ratios)
+            out.append(f"{kernel}: {subject}/best peer geomean {g:.2f}x over {len(ratios)} configs "
+                       f"({subject} fastest on {wins})")
+    return out
+
+
+def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
+    """The whole ``table.md``: provenance, summary, per-kernel tables, invalid rows."""
+    head, rows = run.get("header", {}), run["rows"]
+    lines = ["# Benchmark results", ""]
+    keys = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "git_commit", "date", "command")
+    lines += [f"- {k}: `{head[k]}`" for k in keys if k in head]
+    if any(r.get("dry_run") for r in rows):
+        lines.append("- **dry run**: nothing was timed (CPU search and lowering only)")
+    lines += ["", "## Summary", ""] + [f"- {s}" for s in summary_lines(rows, subject)] + [""]
+    for kernel, configs in _group(rows).items():
+        lines += _kernel_tables(kernel, configs, subject)
+    bad = [r for r in rows if r.get("valid") is False]
+    if bad:
+        lines += ["## Invalid rows", "", "| kernel | config | system | reason |", "|---|---|---|---|"]
+        for r in bad:
+            why = r.get("error") or (f"relative error {r['rel_err']}" if r.get("rel_err") is not None else "invalid")
+            lines.append(f"| {r['kernel']} | {config_label(r)} | {r['system']} | {str(why).replace('|', '/')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _panel(row: Mapping[str, Any]) -> tuple[tuple, str, Any, str]:
+    """(panel key, panel title, x value, x tick label): one chart per panel, one bar group per x."""
+    c, kernel = row["config"], row["kernel"]
+    dt = _DT.get(c.get("dtype"), c.get("dtype", ""))
+    if kernel == "flash_attention":
+        gqa = c["kv_heads"] != c["heads"]
+        key = (kernel, c["dtype"], c["dim"], c["causal"], c["kv_heads"] if gqa else None)
+        title = (f"Attention forward, {dt}, head dim {c['dim']}, " + ("causal" if c["causal"] else "non-causal")
+                 + (f", GQA {c['heads']}/{c['kv_heads']} heads" if gqa else ""))
+        s = c["seq_len"]
+        return key, title, s, f"{s // 1024}k" if s >= 1024 and s % 1024 == 0 else str(s)
+    label = config_label(row)
+    tick = label.split(" ", 1)[-1].replace(" (", "\n(")  # shape, then the LLaMA projection below it
+    return (kernel, c.get("dtype")), f"{kernel}, {dt}", label, tick
+
+
+_PALETTE = {"pt-tvm": "#d62728", "pt-tvm-model": "#ff9896", "tilelang-auto": "#9467bd", "cudnn-sdpa": "#1f77b4",
+            "fa2-sdpa": "#aec7e8", "fa3": "#2ca02c", "torch-compile": "#7f7f7f", "cublas": "#1f77b4"}
+_OTHER = ("#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e")
+
+
+def _color(system: str) -> str:
+    """One colour per system across all charts (pt-tvm red, as the FA3 paper colours its own bars)."""
+    if system in _PALETTE:
+        return _PALETTE[system]
+    return _OTHER[sum(map(ord, system)) % len(_OTHER)]
+
+
+def _slug(parts: Iterable[Any]) -> str:
+    text = "_".join(str(p) for p in parts if p is not None and p is not False)
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)
+
+
+def _panel_file(key: tuple) -> str:
+    if key[0] == "flash_attention":
+        kernel, dtype, dim, causal, kv = key
+        return _slug([kernel, dtype, f"d{dim}", "causal" if causal else "noncausal",
+                      f"gqa{kv}" if kv else None]) + ".png"
+    return _slug(key) + ".png"
+
+
+def plot(rows: Sequence[Mapping[str, Any]], out_dir: str, subject: str = SUBJECT) -> list[str]:
+    """One grouped bar chart per panel (kernel, dtype, head dim, mask); only valid, timed rows are drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels: dict[tuple, dict] = {}
+    for r in rows:
+        key, title, x, tick = _panel(r)
+        p = panels.setdefault(key, {"title": title, "x": {}, "systems": []})
+        p["x"].setdefault(x, tick)
+        if r["system"] not in p["systems"]:
+            p["systems"].append(r["system"])
+        p.setdefault("rows", {})[(x, r["system"])] = r
+    paths = []
+    for key, p in panels.items():
+        if not any(_tflops(r) is not None for r in p["rows"].values()):
+            continue  # nothing timed (a dry run, or every system failed)
+        xs = sorted(p["x"]) if all(isinstance(x, (int, float)) for x in p["x"]) else list(p["x"])
+        systems = sorted(p["systems"], key=lambda s: (s != subject, not s.startswith("pt-tvm")))
+        width = 0.8 / len(systems)
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(xs) * max(1, len(systems) / 4)) + 1.5, 4.2))
+        for i, s in enumerate(systems):
+            cells = [p["rows"].get((x, s)) for x in xs]
+            heights = [_tflops(r) or 0.0 for r in cells]
+            pos = [j + (i - (len(systems) - 1) / 2) * width for j in range(len(xs))]
+            bars = ax.bar(pos, heights, width, label=s, color=_color(s))
+            for b, h, r in zip(bars, heights, cells):
+                x0 = b.get_x() + b.get_width() / 2
+                if h:
+                    ax.annotate(f"{h:.0f}", (x0, h), ha="center", va="bottom", fontsize=6, xytext=(0, 1),
+                                textcoords="offset points")
+                elif r is not None and r.get("valid") is False:  # failed: a mark where its bar would be
+                    ax.annotate("x", (x0, 0), ha="center", va="bottom", fontsize=7, color=_color(s))
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
+        ax.set_xticks(range(len(xs)))
+        ax.set_xticklabels([p["x"][x] for x in xs], fontsize=8)
+        ax.set_xlabel("Sequence length" if key[0] == "flash_attention" else "M x N x K")
+        ax.set_ylabel("Speed (TFLOP/s)")
+        ax.set_title(p["title"])
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        fig.tight_layout()
+        path = os.path.join(out_dir, _panel_file(key))
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def write_report(run_path: str, out_dir: str, subject: str = SUBJECT) -> tuple[str, list[str]]:
+    """Write ``out_dir/table.md`` and the PNG charts for a run JSON; returns their paths."""
+    run = load_run(run_path)
+    os.makedirs(out_dir, exist_ok=True)
+    table = os.path.join(out_dir, "table.md")
+    with open(table, "w") as f:
+        f.write(markdown(run, subject))
+    return table, plot(run["rows"], out_dir, subject)
