@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+import tvm_ffi
 from tilelang import tvm
 from tvm import tirx
 
@@ -37,6 +38,11 @@ from .ir import (
 __all__ = ["ExtractSTaskGraph", "extract_stask_graph", "ExtractionError", "GRAPH_ATTR"]
 
 GRAPH_ATTR = "pt.stask_graph"  # PrimFunc attribute holding the graph as JSON
+
+# An error raised inside a pass crosses TVM's FFI; registered classes come back out of
+# ``mod = pass(mod)`` as themselves instead of a RuntimeError.
+for _error in (ExtractionError, hw.HardwareError):
+    tvm_ffi.register_error(_error)
 _MATH_CALLS = {"tirx.exp2": 1, "tirx.exp": 1, "tirx.log": 1, "tirx.log2": 1, "tirx.sqrt": 1,
                "tirx.rsqrt": 1, "tirx.tanh": 1, "tirx.sigmoid": 1, "tirx.sin": 1, "tirx.cos": 1,
                "tirx.pow": 1, "tirx.erf": 1}
@@ -150,7 +156,7 @@ def _ints(values: Sequence[Any]) -> tuple[int | None, ...]:
 def _buffers(func: tirx.PrimFunc, block: tirx.SBlock) -> dict[str, BufferInfo]:
     bufs = {}
     for b in [*func.buffer_map.values(), *block.alloc_buffers]:
-        bufs[b.name] = BufferInfo(name=text(b.name), shape=_ints(b.shape), dtype=text(b.dtype), scope=_scope(b))
+        bufs[text(b.name)] = BufferInfo(name=text(b.name), shape=_ints(b.shape), dtype=text(b.dtype), scope=_scope(b))
     return bufs
 
 
@@ -192,7 +198,7 @@ def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, Buffer
     for m in mins:
         tirx.stmt_functor.post_order_visit(
             m, lambda n: used.add(block_vars[n.name]) if isinstance(n, tirx.Var) and n.name in block_vars else None)
-    return Access(buffer=buf.name, scope=buffers[buf.name].scope if buf.name in buffers else _scope(buf),
+    return Access(buffer=text(buf.name), scope=buffers[buf.name].scope if buf.name in buffers else _scope(buf),
                   offsets=tuple(text(m) for m in mins), extents=tuple(exts), block_vars=tuple(sorted(used)))
 
 

@@ -30,7 +30,7 @@ class ExtractionError(ValueError):
 
 
 def op_name(call: tirx.Call) -> str:
-    return call.op.name if hasattr(call.op, "name") else str(call.op)
+    return text(call.op.name if hasattr(call.op, "name") else call.op)
 
 
 def text(value: Any) -> str:
@@ -69,7 +69,7 @@ def launch_info(func: tirx.PrimFunc, block: tirx.SBlock) -> tuple[dict, int]:
                 grid[tag] = (n.loop_var, ext)
 
     tirx.stmt_functor.post_order_visit(func.body, visit)
-    ordered = {grid[t][0].name: grid[t] for t in sorted(grid)}
+    ordered = {text(grid[t][0].name): grid[t] for t in sorted(grid)}
     threads = 128
     launch = block.annotations.get("tl.launch_threads") if block.annotations else None
     if launch is not None:

@@ -284,6 +284,8 @@ class STaskGraph:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "STaskGraph":
+        if not isinstance(d, Mapping):
+            raise GraphError(f"not a pt-tvm sTask-graph (a JSON {type(d).__name__}, not an object)")
         if d.get("format") != "pt-tvm.stask-graph/1":
             raise GraphError(f"not a pt-tvm sTask-graph (format={d.get('format')!r})")
         try:
@@ -297,7 +299,7 @@ class STaskGraph:
             buffers = {k: BufferInfo(**{**b, "shape": tuple(b["shape"])}) for k, b in d["buffers"].items()}
             return cls(name=d["name"], target=d["target"], stasks=stasks, edges=edges, buffers=buffers,
                        loop=LoopInfo(**d["loop"]), grid=dict(d["grid"]), threads=int(d["threads"]))
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise GraphError(f"corrupt sTask-graph: {type(e).__name__}: {e}") from None
 
     @classmethod

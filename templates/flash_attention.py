@@ -49,7 +49,6 @@ def build_flash_attention(
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
-            O_shared = T.alloc_shared((block_M, dim), dtype)
             acc_s = T.alloc_fragment((block_M, block_N), _ACCUM)
             acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
             acc_o = T.alloc_fragment((block_M, dim), _ACCUM)
@@ -93,8 +92,10 @@ def build_flash_attention(
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, O_shared)
-            T.copy(O_shared, O[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            # the output tile is staged through Q_shared: Q is dead after the loop, and the
+            # shared memory this saves is what lets head dim 256 keep two K/V stages
+            T.copy(acc_o, Q_shared)
+            T.copy(Q_shared, O[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
     return flash_attention
 
