@@ -1,1 +1,4 @@
-"""GPU benchmarks of pt-tvm against its peers: ``python -m benchmarks run --suite attention|gemm|all``."""
+"""GPU benchmarks of pt-tvm against its peers: ``python -m benchmarks run --suite attention|gemm|all``.
+
+See ``benchmarks/README.md`` and ``python -m benchmarks --help``.
+"""

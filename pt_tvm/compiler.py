@@ -130,8 +130,12 @@ def lower(func: Any, target: Any, plan: ExecutionPlan | None = None, *,
 
     from .passes import apply_plan
 
+    from tilelang import tvm
+
     vdev = _vdevice(target)
     tvm_target = vdev.tvm_target() if vdev else target
+    if not isinstance(tvm_target, tvm.target.Target):  # a target dict of a chip pt-tvm has no model for
+        tvm_target = tvm.target.Target(tvm_target)
     if vdev is not None:
         func = apply_plan(func, _plan_for(func, vdev, plan, **search_kw))
     with tilelang.transform.PassContext(config=dict(pass_configs or {})), tvm_target:

@@ -182,6 +182,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
                     if o is stream and src_place == t.placement == Placement.LOOP and src_it == it \
                             and plan_pos[src] > plan_pos[t.id]:
                         continue  # verify() rejects such plans; don't deadlock on them here
+                    blocked[stream.name] = (o.name, src, src_it)
                     return None
                 ready = max(ready, when)
         return ready
@@ -229,6 +230,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     # a head's dependences, once all simulated, cannot change until that head issues (``done`` is write-once
     # and a stream's own later sTasks wait behind its head), so each head's ready time is computed once
     head_ready: dict[str, float] = {}
+    blocked: dict[str, tuple] = {}  # stream -> the first missing completion its head waits for
     while True:  # event-driven: always issue the earliest-ready instance among the streams
         best = None
         for name, i in heads.items():
@@ -239,6 +241,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
             t = graph.stask(a.stask)
             ready = head_ready.get(name)
             if ready is None:
+                if name in blocked and blocked[name] not in done:
+                    continue  # deps() would stop at the same missing completion again
                 ready = deps(s, t, it)
                 if ready is None:
                     continue
@@ -254,6 +258,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         run(s, a, it, start + sync_cost.get((s.role, a.stask), 0.0))
         heads[s.name] += 1
         head_ready.pop(s.name, None)
+        blocked.pop(s.name, None)
         if 0 <= it and heads[s.name] < len(queues[s.name]) and queues[s.name][heads[s.name]][1] != it:
             s.time += cal.overhead * s.share / max(1, len(s.program))
     if any(i < len(queues[n]) for n, i in heads.items()):
@@ -381,6 +386,6 @@ def load_calibration(target: str, directory: str | None = None) -> Calibration |
             raise ValueError("wrong format")
         return Calibration(d["target"], dict(d["scale"]), float(d["overhead"]), int(d.get("samples", 0)),
                            str(d.get("source", "")))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # AttributeError: not a JSON object
         warnings.warn(f"ignoring corrupt calibration file {path}: {e}", stacklevel=2)
         return None

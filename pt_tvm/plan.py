@@ -199,7 +199,10 @@ class ExecutionPlan:
         out += _check_coverage(self, graph, vdev)
         if out:
             return out  # the other checks assume every sTask is placed once
-        out += _check_dependences(self, graph)
+        broken = _check_dependences(self, graph)
+        out += broken
+        if not broken:
+            out += _check_deadlock(self, graph)
         out += _check_waits(self, graph)
         if self.style == Style.WARP_SPECIALIZED:
             out += _check_ws_structure(self, graph, vdev)
@@ -339,6 +342,66 @@ def _check_dependences(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation
                 f"{e.src} at stage {s_src} position {pos[e.src][1]} runs after {e.dst} at stage {s_dst} "
                 f"position {pos[e.dst][1]} of the iteration it must precede"))
     return out
+
+
+def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """Roles wait on each other through pipeline barriers: run every role's unrolled program (each sTask
+    ``stage`` iterations behind) against the cross-role dependences and report a cycle of waits that no
+    role can break (e.g. a producer refilling a single-version buffer that a consumer reads one stage
+    late, before a load that consumer needs first): on the GPU those roles would hang."""
+    if len(plan.roles) < 2:
+        return []
+    role_of = {a.stask: a.role for a in plan.appends}
+    depth = max((a.stage for a in plan.appends), default=0)
+    iters = min(depth + max((p.depth for p in plan.pipelines), default=1) + 2,
+                max(2, math.ceil(graph.loop.trip_count)))
+    queues = {}
+    for r in plan.roles:
+        q = [(a.stask, -1) for a in plan.program(r.name, graph, Placement.PROLOGUE)]
+        body = plan.program(r.name, graph, Placement.LOOP)
+        for step in range(iters + depth):
+            q += [(a.stask, step - a.stage) for a in body if 0 <= step - a.stage < iters]
+        q += [(a.stask, -1) for a in plan.program(r.name, graph, Placement.EPILOGUE)]
+        queues[r.name] = q
+    into: dict[str, list] = {}
+    for e in graph.edges:
+        if role_of[e.src] != role_of[e.dst]:  # same-role ones hold in program order (_check_dependences)
+            into.setdefault(e.dst, []).append((e, effective_distance(plan, graph, e)))
+
+    def missing(sid: str, it: int) -> tuple[str, int] | None:
+        place = graph.stask(sid).placement
+        for e, dist in into.get(sid, ()):
+            src_place = graph.stask(e.src).placement
+            if src_place == Placement.LOOP and place == Placement.LOOP:
+                key = (e.src, it - dist)
+                if key[1] < 0:
+                    continue
+            else:
+                key = (e.src, iters - 1 if src_place == Placement.LOOP else -1)
+            if key not in done:
+                return key
+        return None
+
+    done: set[tuple[str, int]] = set()
+    heads = {name: 0 for name in queues}
+    progress = True
+    while progress:
+        progress = False
+        for name, q in queues.items():
+            while heads[name] < len(q) and missing(*q[heads[name]]) is None:
+                done.add(q[heads[name]])
+                heads[name] += 1
+                progress = True
+    stuck = []
+    for name, q in queues.items():
+        if heads[name] < len(q):
+            sid, it = q[heads[name]]
+            src, src_it = missing(sid, it)
+            stuck.append(f"role {name} waits at {sid} (iteration {it}) for {src} (iteration {src_it}) "
+                         f"of role {role_of[src]}")
+    if not stuck:
+        return []
+    return [Violation("deadlock", "roles wait on each other forever: " + "; ".join(stuck))]
 
 
 def _check_waits(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:

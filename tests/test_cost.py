@@ -1,0 +1,321 @@
+"""CPU tests of the cost model: monotonic in work, SFU over-subscription, a simulated timeline that
+respects dependences, calibration (fit, save/load, corrupt files), the orderings recorded on an H200,
+and the text / Gantt timelines."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import replace
+
+import pytest
+
+import pt_tvm
+from pt_tvm import cost, hw
+from pt_tvm.graph import BufferInfo, DepKind, Placement
+from pt_tvm.plan import shared_bytes
+from pt_tvm.planners import Priority, software_pipelined, warp_specialized
+from pt_tvm.templates import get
+
+SMALL_FA = {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len": 1024}
+_funcs: dict = {}
+
+
+def _graph(template: str, target: str, **params):
+    key = (template, tuple(sorted(params.items())))
+    if key not in _funcs:
+        _funcs[key] = get(template).build(**params)
+    return pt_tvm.extract(_funcs[key], target)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    """No user calibration from ~/.cache leaks into (or out of) these tests."""
+    monkeypatch.setenv("PT_TVM_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def fa_h100():
+    vdev = hw.get("h100")
+    graph = _graph("flash_attention", "h100", **SMALL_FA, block_M=128, block_N=128)
+    serial = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    staged = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
+                              priority=Priority.PROGRAM)
+    for p in (serial, staged):
+        p.verify(graph, vdev)
+    return vdev, graph, serial, staged
+
+
+def _scaled(graph, sid: str, **factors):
+    t = graph.stask(sid)
+    return graph.with_stasks(replace(x, **{k: getattr(t, k) * f for k, f in factors.items()}) if x.id == sid else x
+                             for x in graph.stasks)
+
+
+# ---------------------------------------------------------------- sanity
+def test_more_flops_take_more_time(fa_h100):
+    vdev, graph, serial, staged = fa_h100
+    for plan in (serial, staged):
+        base = cost.estimate(plan, graph, vdev)
+        for gemm in ("gemm_0", "gemm_1"):
+            heavier = cost.estimate(plan, _scaled(graph, gemm, flops=2.0), vdev)
+            assert heavier.seconds > base.seconds and heavier.cycles_per_iteration > base.cycles_per_iteration
+        assert cost.estimate(plan, _scaled(graph, "par_5", flops=8.0), vdev).seconds > base.seconds
+
+
+@pytest.mark.parametrize("target", ["h100", "a100", "mi300x"])
+def test_a_longer_k_loop_takes_longer(target):
+    vdev = hw.get(target)
+    tile = {"block_M": 64, "block_N": 64, "block_K": 32}
+    times = []
+    for k in (512, 2048):
+        graph = _graph("gemm", target, M=512, N=512, K=k, **tile)
+        plan = (warp_specialized(graph, vdev, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+                if target == "h100" else
+                software_pipelined(graph, vdev, num_stages=2, threads=graph.threads, priority=Priority.PROGRAM))
+        plan.verify(graph, vdev)
+        times.append(cost.estimate(plan, graph, vdev).seconds)
+    assert times[1] > 2.5 * times[0]  # 4x the FLOPs; prologue/epilogue amortized
+
+
+def test_oversubscribed_sfu_is_slower_and_the_bottleneck(fa_h100):
+    vdev, graph, serial, staged = fa_h100
+    (exp,) = [t.id for t in graph.loop_stasks if t.sfu_ops and len(t.tile_shape) == 2]  # exp2 over the scores
+    for plan in (serial, staged):
+        base = cost.estimate(plan, graph, vdev)
+        hot = cost.estimate(plan, _scaled(graph, exp, sfu_ops=8.0), vdev)
+        assert hot.seconds > 1.5 * base.seconds
+        assert hot.busy["sfu"] > base.busy["sfu"]
+        assert hot.bottleneck() == "sfu" != base.bottleneck()
+
+
+def _role_of_stream(plan, stream: str) -> str:
+    return max((r.name for r in plan.roles if stream.startswith(r.name)), key=len)
+
+
+def _check_trace(plan, graph, vdev) -> int:
+    """No event starts before the events of its RAW predecessors end (same iteration for distance 0,
+    the previous one for distance 1, the prologue's for prologue sources); returns the pairs checked."""
+    est = cost.estimate(plan, graph, vdev, trace=True)
+    assert est.trace
+    by_key: dict[tuple[str, int], list] = {}
+    for e in est.trace:
+        by_key.setdefault((e.stask, e.iteration), []).append(e)
+    checked = 0
+    for ev in est.trace:
+        dst = graph.stask(ev.stask)
+        role = _role_of_stream(plan, ev.stream)
+        for edge in graph.edges_into(dst.id):
+            if edge.kind != DepKind.RAW:
+                continue
+            src = graph.stask(edge.src)
+            if src.placement == Placement.PROLOGUE:
+                src_it = -1
+            elif src.placement == dst.placement == Placement.LOOP:
+                src_it = ev.iteration - edge.distance
+                if src_it < 0:
+                    continue
+            else:
+                continue
+            same_role = plan.append_of(src.id).role == role
+            preds = [p for p in by_key.get((src.id, src_it), [])
+                     if (p.stream == ev.stream if same_role else _role_of_stream(plan, p.stream) != role)]
+            assert preds, f"{src.id}@{src_it} never ran before {dst.id}@{ev.iteration} on {ev.stream}"
+            for p in preds:
+                assert p.end <= ev.start + 1e-9, (f"{dst.id}@{ev.iteration} on {ev.stream} starts at {ev.start:.1f} "
+                                                  f"before {src.id}@{src_it} on {p.stream} ends at {p.end:.1f}")
+                checked += 1
+    return checked
+
+
+def test_simulated_timeline_respects_dependences(fa_h100):
+    vdev, graph, serial, staged = fa_h100
+    assert _check_trace(serial, graph, vdev) > 100
+    assert _check_trace(staged, graph, vdev) > 100
+    # events of each stream never overlap
+    est = cost.estimate(staged, graph, vdev, trace=True)
+    assert {e.stream for e in est.trace} == {"producer", "consumer0", "consumer1"}
+    assert all(e.end > e.start >= 0 for e in est.trace)
+
+
+@pytest.mark.parametrize("target", ["a100", "mi300x"])
+def test_simulated_timeline_respects_dependences_software_pipelined(target):
+    vdev = hw.get(target)
+    graph = _graph("flash_attention", target, **SMALL_FA, block_M=64, block_N=64, threads=128)
+    for n in (1, 2):
+        plan = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM)
+        if plan.violations(graph, vdev):
+            continue
+        assert _check_trace(plan, graph, vdev) > 50
+
+
+# ---------------------------------------------------------------- calibration
+@pytest.fixture(scope="module")
+def gemm_samples():
+    """Plans of a small GEMM on H100 over several tiles and depths, with synthetic 'measured' times from a
+    hidden truth: tensor cores 1.5x slower, TMA 1.3x slower, 100 cycles per iteration of overhead."""
+    vdev = hw.get("h100")
+    truth = cost.Calibration("h100", {"tensor_core": 1.5, "tma": 1.3}, 100.0)
+    out = []
+    for bm, bn in ((64, 64), (128, 128), (128, 64)):
+        graph = _graph("gemm", "h100", M=512, N=512, K=512, block_M=bm, block_N=bn, block_K=64)
+        for wgs, depth in ((1, 1), (1, 3), (2, 2)):
+            plan = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},
+                                    priority=Priority.PROGRAM)
+            if plan is not None and not plan.violations(graph, vdev):
+                out.append((plan, graph, cost.estimate(plan, graph, vdev, truth).seconds))
+    assert len(out) >= 5
+    return vdev, out
+
+
+def _loss(samples, vdev, cal) -> float:
+    return sum(math.log(cost.estimate(p, g, vdev, cal).seconds / s) ** 2 for p, g, s in samples) / len(samples)
+
+
+def test_calibrate_reduces_the_loss(gemm_samples):
+    vdev, samples = gemm_samples
+    before = _loss(samples, vdev, None)
+    fitted = cost.calibrate(samples, vdev, rounds=1)
+    after = _loss(samples, vdev, fitted)
+    assert after < before / 4, (before, after, fitted)
+    assert fitted.samples == len(samples) and fitted.target == "h100"
+    assert fitted.factor(hw.SEUKind.TENSOR_CORE) > 1.0  # the hidden truth: slower tensor cores
+    assert cost.calibrate(samples, vdev, rounds=1) == fitted  # deterministic
+
+
+def test_calibrate_needs_samples():
+    with pytest.raises(ValueError):
+        cost.calibrate([], hw.get("h100"))
+
+
+def test_calibration_round_trips_through_save_and_load(tmp_path):
+    cal = cost.Calibration("h100", {"tensor_core": 1.2, "cuda_core": 0.85}, 50.0, 7)
+    path = cost.save_calibration(cal, str(tmp_path))
+    assert path == os.path.join(str(tmp_path), "h100.json")
+    assert cost.load_calibration("h100", str(tmp_path)) == cal
+    assert cost.load_calibration("a100", str(tmp_path)) is None  # an explicit directory has no fallback
+    # the default directory is PT_TVM_CACHE_DIR/calibration, and a user's fit there wins over a packaged one
+    user = cost.Calibration("h200", {"sfu": 3.0}, 0.0, 1)
+    assert cost.save_calibration(user).startswith(os.environ["PT_TVM_CACHE_DIR"])
+    assert cost.load_calibration("h200") == user
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"format": "pt-tvm.calibration/0"}',
+                                     '{"format": "pt-tvm.calibration/1", "target": "h100"}',
+                                     '{"format": "pt-tvm.calibration/1", "target": "h100", "scale": 3, '
+                                     '"overhead": "lots"}'])
+def test_corrupt_calibration_is_ignored_with_a_warning(tmp_path, content):
+    (tmp_path / "h100.json").write_text(content)
+    with pytest.warns(UserWarning, match="ignoring corrupt calibration"):
+        assert cost.load_calibration("h100", str(tmp_path)) is None
+
+
+def test_a_corrupt_user_calibration_does_not_break_scheduling(tmp_path, monkeypatch):
+    from pt_tvm.compiler import schedule
+
+    cal_dir = tmp_path / "cache" / "calibration"
+    cal_dir.mkdir(parents=True)
+    (cal_dir / "a100.json").write_text("\x00garbage")
+    func = get("gemm").build(M=256, N=256, K=256, block_M=64, block_N=64)
+    with pytest.warns(UserWarning, match="ignoring corrupt calibration"):
+        result = schedule(func, "a100", space=pt_tvm.search.SearchSpace(random_orders=0))
+    result.best.plan.verify(result.best.graph, hw.get("a100"))
+
+
+# ---------------------------------------------------------------- recorded H200 measurements
+# fp16 FlashAttention forward, B8 H16 S4096 D128 (the template's default problem), one H200:
+#   WSSchedule 1 TMA warp + 2 consumer WGs, serial body, 128x128: 521 TFLOP/s
+#   same with 1 consumer WG, block_M 64:                           409 TFLOP/s
+#   FA3-style (PV of block j-1 after QK of block j), 2 WGs:        577 TFLOP/s
+#   same with 3 K/V stages:                 fails to launch (256 KB of shared memory)
+#   D256, TileLang's default (128x128, num_stages=2): "Failed to set the allowed dynamic shared memory size
+#   to 327680"
+@pytest.fixture(scope="module")
+def h200_fa():
+    vdev = hw.get("h200")
+    g128 = _graph("flash_attention", "h200", block_M=128, block_N=128)
+    g64 = _graph("flash_attention", "h200", block_M=64, block_N=128, threads=128)
+    return vdev, g128, g64
+
+
+def _calibrations():
+    packaged = cost.load_calibration("h200", os.path.join(os.path.dirname(cost.__file__), "calibration"))
+    return [None] + ([packaged] if packaged is not None else [])
+
+
+@pytest.mark.parametrize("which", ["uncalibrated", "packaged"])
+def test_cost_model_ranks_recorded_h200_plans(h200_fa, which):
+    cals = _calibrations()
+    if which == "packaged" and len(cals) < 2:
+        pytest.skip("no packaged H200 calibration")
+    cal = cals[0] if which == "uncalibrated" else cals[1]
+    vdev, g128, g64 = h200_fa
+    two = warp_specialized(g128, vdev, consumer_wgs=2, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    one = warp_specialized(g64, vdev, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    fa3 = warp_specialized(g128, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
+                           priority=Priority.PROGRAM)
+    for plan, graph in ((two, g128), (one, g64), (fa3, g128)):
+        plan.verify(graph, vdev)
+    t_two, t_one, t_fa3 = (cost.estimate(p, g, vdev, cal).seconds for p, g in ((two, g128), (one, g64), (fa3, g128)))
+    assert t_two < t_one  # measured 521 vs 409 TFLOP/s
+    assert t_fa3 < t_two  # measured 577 vs 521 TFLOP/s
+
+
+def test_three_kv_stages_at_d128_are_rejected_for_shared_memory(h200_fa):
+    """The measured kernel staged its output through its own O_shared tile (the template now reuses Q_shared):
+    with that 32 KB tile, Q + 3 x (K + V) + O is the 256 KB that failed to launch."""
+    vdev, g128, _ = h200_fa
+    assert "O_shared" not in g128.buffers
+    measured = replace(g128, buffers={**g128.buffers,
+                                      "O_shared": BufferInfo("O_shared", (128, 128), "float16", "shared")})
+    plan = warp_specialized(measured, vdev, consumer_wgs=2, depth=3, pipeline_stage={"V_shared": 1},
+                            priority=Priority.PROGRAM)
+    assert [v.rule for v in plan.violations(measured, vdev)] == ["shared_memory"]
+    assert shared_bytes(plan, measured) >= 256 * 1024
+    # two stages of the same kernel fit, as measured (577 TFLOP/s)
+    two = warp_specialized(measured, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
+                           priority=Priority.PROGRAM)
+    assert not two.violations(measured, vdev)
+    # and four stages do not fit even with the output staged through Q_shared
+    four = warp_specialized(g128, vdev, consumer_wgs=2, depth=4, pipeline_stage={"V_shared": 1},
+                            priority=Priority.PROGRAM)
+    assert [v.rule for v in four.violations(g128, vdev)] == ["shared_memory"]
+
+
+def test_tilelang_default_at_d256_is_rejected_and_the_searched_plan_accepted():
+    from pt_tvm.compiler import schedule_template
+
+    vdev = hw.get("h200")
+    graph = _graph("flash_attention", "h200", dim=256)  # 128x128, threads 256: the template's default tile
+    default = software_pipelined(graph, vdev, num_stages=2, threads=graph.threads, priority=Priority.PROGRAM)
+    found = default.violations(graph, vdev)
+    assert "shared_memory" in {v.rule for v in found}
+    assert shared_bytes(default, graph) >= 327680  # what TileLang failed to allocate at launch
+    ws = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    assert "shared_memory" in {v.rule for v in ws.violations(graph, vdev)}
+    result, _, _ = schedule_template("flash_attention", "h200", params={"dim": 256})
+    best = result.best
+    best.plan.verify(best.graph, vdev)
+    assert shared_bytes(best.plan, best.graph) <= vdev.eu.smem_per_block
+    assert result.rejected.get("shared_memory", 0) > 0
+
+
+# ---------------------------------------------------------------- timelines
+def test_text_and_plot_timeline(fa_h100, tmp_path):
+    from pt_tvm.timeline import plot_timeline, steady_window, text_timeline
+
+    vdev, graph, _, staged = fa_h100
+    est = cost.estimate(staged, graph, vdev, trace=True)
+    text = text_timeline(est)
+    assert text.startswith(f"steady-state iteration: {est.cycles_per_iteration:.0f} cycles")
+    for stream in ("consumer0", "consumer1"):  # (the producer may have run ahead of the last window)
+        assert stream in text
+    assert len(text.splitlines()) >= 5
+    assert "tensor_core" in text and "gemm_1@it" in text
+    lo, hi = steady_window(est)
+    assert hi - lo == pytest.approx(est.cycles_per_iteration)
+    png = tmp_path / "t.png"
+    plot_timeline(est, str(png), "FA on h100")
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    with pytest.raises(ValueError, match="trace=True"):
+        text_timeline(cost.estimate(staged, graph, vdev))

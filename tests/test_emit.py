@@ -1,0 +1,319 @@
+"""CPU tests of plan emission: what ApplyPipelineSchedule writes into the PrimFunc and what TileLang then
+emits. sm_80 / gfx942: the plan's order and stage on the pipelined loop, and different plans giving
+different code. sm_90a: the plan's roles (setmaxnreg), pipelines (mbarrier waits), warps
+(__launch_bounds__), TMA, wgmma and order in the CUDA source, which nvcc compiles without spills.
+Also the passes inside a user's tvm.transform.Sequential, and the fallback for unknown targets."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from dataclasses import replace
+
+import pytest
+import tilelang
+from tilelang import tvm
+from tvm import tirx
+
+import pt_tvm
+from pt_tvm import hw
+from pt_tvm.compiler import FallbackWarning, lower
+from pt_tvm.graph import Placement
+from pt_tvm.passes import ApplyPipelineSchedule, PipeThreader, apply_plan
+from pt_tvm.plan import Append
+from pt_tvm.planners import Priority, software_pipelined, warp_specialized
+from pt_tvm.search import SearchSpace, search
+from pt_tvm.templates import get
+
+SMALL_GEMM = {"M": 512, "N": 512, "K": 512, "block_M": 64, "block_N": 64, "block_K": 32}
+SMALL_FA = {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len": 512}
+SPACE = SearchSpace(random_orders=1)
+_funcs: dict = {}
+
+
+def _func(template: str, **params):
+    key = (template, tuple(sorted(params.items())))
+    if key not in _funcs:
+        _funcs[key] = get(template).build(**params)
+    return _funcs[key]
+
+
+def _lower(func, target: str, pass_configs=None) -> str:
+    """TileLang's CUDA/HIP source of a PrimFunc that already carries its plan (as the CLI lowers it)."""
+    tgt = hw.get(target).tvm_target()
+    with tilelang.transform.PassContext(config=dict(pass_configs or {})), tgt:
+        return tilelang.lower(func, target=tgt).kernel_source
+
+
+def _pipelined_loop(func) -> tirx.For:
+    loops = []
+    tirx.stmt_functor.post_order_visit(
+        func.body, lambda n: loops.append(n) if isinstance(n, tirx.For) and "tl_pipeline_order" in n.annotations
+        else None)
+    (loop,) = loops
+    return loop
+
+
+def _root_annotations(func) -> dict:
+    found = {}
+
+    def visit(n):
+        if isinstance(n, tirx.SBlock) and n.name_hint == "tilelang_root":
+            found.update(n.annotations)
+
+    tirx.stmt_functor.post_order_visit(func.body, visit)
+    return found
+
+
+def _expected_annotations(plan, graph) -> tuple[list[int], list[int]]:
+    order = [a.stask for a in plan.program(plan.roles[0].name, graph, Placement.LOOP)]
+    ids = [t.id for t in graph.loop_stasks]
+    return [order.index(sid) for sid in ids], [plan.append_of(sid).stage for sid in ids]
+
+
+def _reorder(plan, graph, order: list[str]):
+    """``plan`` with its loop program reordered (one role)."""
+    loop = {t.id for t in graph.loop_stasks}
+    it = iter(order)
+    return replace(plan, steps=tuple(plan.append_of(next(it)) if isinstance(s, Append) and s.stask in loop else s
+                                     for s in plan.steps))
+
+
+# ---------------------------------------------------------------- sm_80 and gfx942: order / stage
+@pytest.mark.parametrize("target", ["a100", "mi300x"])
+@pytest.mark.parametrize("template", ["gemm", "flash_attention"])
+def test_searched_order_and_stage_land_on_the_pipelined_loop(template, target):
+    params = SMALL_GEMM if template == "gemm" else {**SMALL_FA, "block_M": 64, "block_N": 64, "threads": 128}
+    func = _func(template, **params)
+    vdev = hw.get(target)
+    graph = pt_tvm.extract(func, vdev)
+    plans = [search([graph], vdev, space=SPACE).best.plan]
+    # and one whose order is not the program order (tensor-core sTasks first)
+    staged = software_pipelined(graph, vdev, num_stages=2, threads=graph.threads, priority=Priority.TENSOR_FIRST)
+    if not staged.violations(graph, vdev):
+        plans.append(staged)
+    for plan in plans:
+        loop = _pipelined_loop(apply_plan(func, plan, graph))
+        order, stage = _expected_annotations(plan, graph)
+        assert [int(x) for x in loop.annotations["tl_pipeline_order"]] == order
+        assert [int(x) for x in loop.annotations["tl_pipeline_stage"]] == stage
+        assert "num_stages" not in loop.annotations  # order/stage say it all
+        assert max(stage) == plan.num_stages - 1
+    if template == "flash_attention" and len(plans) > 1:
+        assert _expected_annotations(plans[1], graph)[0] != sorted(_expected_annotations(plans[1], graph)[0])
+
+
+@pytest.fixture(scope="module")
+def gemm_sources():
+    """gfx942 and sm_80 sources of one GEMM under num_stages 1 and 2 plans (and those plans)."""
+    func = _func("gemm", **SMALL_GEMM)
+    out = {}
+    for target in ("a100", "mi300x"):
+        vdev = hw.get(target)
+        graph = pt_tvm.extract(func, vdev)
+        for n in (1, 2):
+            plan = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM)
+            if target == "a100":
+                src = _lower(apply_plan(func, plan, graph), target)
+            else:
+                src = lower(func, vdev.tvm_target(), plan=plan).kernel_source  # the flow API's lowering
+            out[(target, n)] = (plan, src)
+    return out
+
+
+@pytest.mark.parametrize("target", ["a100", "mi300x"])
+def test_different_plans_emit_different_code(gemm_sources, target):
+    (_, one), (plan2, two) = gemm_sources[(target, 1)], gemm_sources[(target, 2)]
+    assert one != two
+    # num_stages 1: synchronous loads; num_stages 2: async copies, committed once per stage, waited one behind
+    assert "cp_async" not in one
+    assert two.count("cp_async_commit()") == plan2.num_stages
+    assert "cp_async_wait<1>()" in two and "cp_async_gs<16>" in two
+    mma = "tl::mma_sync<" if target == "a100" else "__builtin_amdgcn_mfma_"
+    assert mma in one and mma in two
+
+
+def test_hip_source_for_mi300x(gemm_sources):
+    for n in (1, 2):
+        plan, src = gemm_sources[("mi300x", n)]
+        assert src.startswith("#include <hip/hip_runtime.h>")
+        assert f"__launch_bounds__({plan.num_warps * hw.get('mi300x').eu.warp_size})" in src  # 64-lane waves
+
+
+# ---------------------------------------------------------------- sm_90a: roles, pipelines, warps, order
+@pytest.fixture(scope="module")
+def hopper_fa():
+    """FlashAttention d128 128x128 on H100 with PV at stage 1: list-scheduled in program order (PV of
+    iteration j-1 after QK of j) and tensor-first (PV of j-1 before QK of j); both lowered."""
+    func = _func("flash_attention", **SMALL_FA, block_M=128, block_N=128)
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    out = {}
+    for name, priority in (("program", Priority.PROGRAM), ("tensor_first", Priority.TENSOR_FIRST)):
+        plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
+                                priority=priority)
+        plan.verify(graph, vdev)
+        applied = apply_plan(func, plan, graph)
+        out[name] = (plan, applied, _lower(applied, "h100", get("flash_attention").pass_configs))
+    return graph, out
+
+
+def _loop_bodies(src: str) -> list[str]:
+    """The text of every ``for (...) { ... }`` in the source (brace-matched)."""
+    bodies = []
+    for m in re.finditer(r"for \([^)]*\) \{", src):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(src[i], 0)
+            i += 1
+        bodies.append(src[m.end():i - 1])
+    return bodies
+
+
+def _steady_state(src: str) -> str:
+    """The consumer's steady-state loop: the innermost loop holding both the QK and the PV wgmma."""
+    loops = [b for b in _loop_bodies(src) if "wgmma_ss<" in b and "wgmma_rs<" in b]
+    assert loops, "no loop issues both wgmmas"
+    return min(loops, key=len)
+
+
+def test_hopper_ws_schedule_is_attached(hopper_fa):
+    graph, plans = hopper_fa
+    plan, applied, _ = plans["program"]
+    ann = _root_annotations(applied)
+    assert "tl.ws_schedule" in ann
+    text = applied.script()
+    for t in graph.stasks:
+        assert f'"{t.id}"' in text  # every tile op is named by its sTask id (tl.ws_op_id)
+
+
+@pytest.mark.parametrize("which", ["program", "tensor_first"])
+def test_hopper_source_shows_the_plan(hopper_fa, which):
+    graph, plans = hopper_fa
+    plan, _, src = plans[which]
+    consumer = plan.role("consumer")
+    producer = plan.role("producer")
+    assert f"__launch_bounds__({plan.num_warps * 32}" in src
+    assert f"warpgroup_reg_alloc<{consumer.max_nreg}>()" in src
+    assert f"warpgroup_reg_dealloc<{producer.max_nreg}>()" in src and producer.max_nreg == 24
+    for p in plan.pipelines:  # every pipeline is a full/empty mbarrier pair the roles wait on
+        assert re.search(rf"\b{p.name}_full\[[^\]]+\]\.wait\(", src), p.name
+        if p.scope == "loop":
+            assert re.search(rf"\b{p.name}_empty\[[^\]]+\]\.wait\(", src), p.name
+    for desc in ("Q_desc", "K_desc", "V_desc"):
+        assert f"tma_load({desc}" in src
+    assert "wgmma_ss<" in src and "wgmma_rs<" in src
+
+
+def test_hopper_source_follows_the_plan_order(hopper_fa):
+    graph, plans = hopper_fa
+    pv = next(t.id for t in graph.loop_stasks if t.op.value == "gemm" and "V_shared" in t.read_buffers())
+    qk = next(t.id for t in graph.loop_stasks if t.op.value == "gemm" and t.id != pv)
+    for which, pv_after_qk in (("program", True), ("tensor_first", False)):
+        plan, _, src = plans[which]
+        order = [a.stask for a in plan.program("consumer", graph, Placement.LOOP)]
+        assert (order.index(pv) > order.index(qk)) == pv_after_qk
+        body = _steady_state(src)
+        ss, rs = body.index("wgmma_ss<"), body.index("wgmma_rs<")
+        assert (rs > ss) == pv_after_qk, which
+        # the PV gemm reads the V slot of the previous iteration: its full-barrier wait precedes it
+        v_wait = body.index("p_V_shared_full[")
+        assert v_wait < rs
+        # stage 1: one more PV after the loop drains the last iteration, one QK before it fills the first
+        assert src.count("wgmma_rs<") >= 2 and src.count("wgmma_ss<") >= 2
+    assert plans["program"][2] != plans["tensor_first"][2]
+
+
+def _nvcc_flags() -> tuple[str, ...]:
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+
+    return ("--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20", "-I" + TILELANG_TEMPLATE_PATH,
+            "-I" + CUTLASS_INCLUDE_DIR, "-lineinfo", "--ptxas-options=-v", "--use_fast_math")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_hopper_kernel_compiles_with_nvcc_without_spills(hopper_fa, tmp_path):
+    _, plans = hopper_fa
+    _, _, src = plans["program"]
+    cu = tmp_path / "fa.cu"
+    cu.write_text(src)
+    p = subprocess.run(["nvcc", *_nvcc_flags(), "-o", str(tmp_path / "fa.cubin"), str(cu)],
+                       capture_output=True, text=True, timeout=300)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    assert "flash_attention_kernel" in log
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log[-2000:]
+    assert not re.search(r"[1-9]\d* bytes spill", log)
+
+
+# ---------------------------------------------------------------- passes in a user's Sequential
+def test_pipethreader_in_a_sequential():
+    func = _func("gemm", **SMALL_GEMM)
+    mod = tvm.IRModule({"main": func})
+    with tvm.transform.PassContext():
+        out = tvm.transform.Sequential([PipeThreader("h100", space=SPACE)])(mod)
+    scheduled = out["main"]
+    assert "tl.ws_schedule" in _root_annotations(scheduled)
+    assert "tl.ws_schedule" not in _root_annotations(func)  # the input is left alone
+    src = _lower(scheduled, "h100")
+    assert "wgmma" in src and "tma_load" in src and "warpgroup_reg_alloc<" in src
+
+
+def test_pipethreader_takes_the_target_from_the_context():
+    func = _func("gemm", **SMALL_GEMM)
+    with hw.get("a100").tvm_target(), tvm.transform.PassContext():
+        out = tvm.transform.Sequential([PipeThreader(space=SPACE)])(tvm.IRModule({"main": func}))
+    assert "tl_pipeline_order" in _pipelined_loop(out["main"]).annotations
+
+
+def test_apply_pipeline_schedule_in_a_sequential(gemm_sources):
+    func = _func("gemm", **SMALL_GEMM)
+    plan, src_direct = gemm_sources[("a100", 2)]
+    with tvm.transform.PassContext():
+        out = tvm.transform.Sequential([ApplyPipelineSchedule(plan)])(tvm.IRModule({"main": func}))
+    graph = pt_tvm.extract(func, "a100")
+    loop = _pipelined_loop(out["main"])
+    order, stage = _expected_annotations(plan, graph)
+    assert [int(x) for x in loop.annotations["tl_pipeline_stage"]] == stage
+    assert _lower(out["main"], "a100") == src_direct
+
+
+def test_apply_pipeline_schedule_hopper_in_a_sequential(hopper_fa):
+    graph, plans = hopper_fa
+    plan, applied, _ = plans["program"]
+    func = _func("flash_attention", **SMALL_FA, block_M=128, block_N=128)
+    with tvm.transform.PassContext():
+        out = tvm.transform.Sequential([ApplyPipelineSchedule(plan)])(tvm.IRModule({"main": func}))
+    assert "tl.ws_schedule" in _root_annotations(out["main"])
+    assert tvm.ir.structural_equal(out["main"], applied)
+
+
+# ---------------------------------------------------------------- unknown targets fall back
+UNKNOWN = {"kind": "cuda", "arch": "sm_86"}
+
+
+def test_pipethreader_unknown_target_leaves_the_function_with_a_warning():
+    func = _func("gemm", **SMALL_GEMM)
+    mod = tvm.IRModule({"main": func})
+    with pytest.warns(FallbackWarning, match="no hardware model"):
+        with tvm.transform.PassContext():
+            out = tvm.transform.Sequential([PipeThreader(UNKNOWN)])(mod)
+    assert tvm.ir.structural_equal(out["main"], func)
+
+
+@pytest.mark.parametrize("as_dict", [False, True], ids=["Target", "dict"])
+def test_lower_unknown_target_falls_back_to_tilelang(as_dict):
+    func = _func("gemm", **SMALL_GEMM)
+    target = UNKNOWN if as_dict else tvm.target.Target(UNKNOWN)
+    with pytest.warns(FallbackWarning, match="falling back to TileLang's own schedule"):
+        art = lower(func, target)
+    assert "__global__" in art.kernel_source and "mma" in art.kernel_source
+
+
+def test_lower_with_a_plan_matches_the_cli_lowering(gemm_sources):
+    """pt_tvm.compiler.lower(func, target, plan=...) == apply_plan + tilelang.lower under the target."""
+    func = _func("gemm", **SMALL_GEMM)
+    plan, src = gemm_sources[("a100", 2)]
+    assert lower(func, "a100", plan=plan).kernel_source == src
