@@ -95,8 +95,9 @@ def _split(block: tirx.SBlock) -> tuple[list, tirx.For, list, list]:
     return stmts[:idx], loop, top_level(loop.body), stmts[idx + 1:]
 
 
-def _schedulable(stmts: list[tirx.Stmt]) -> list[tirx.Stmt]:
-    return [s for s in stmts if not isinstance(s, tirx.Bind)]
+def _stamp_all(stmts: list[tirx.Stmt], ids: Any) -> list[tirx.Stmt]:
+    """Each tile-op statement named by the next sTask id; scalar ``Bind`` statements stay as they are."""
+    return [s if isinstance(s, tirx.Bind) else _stamp(s, next(ids)) for s in stmts]
 
 
 def _with_body(block: tirx.SBlock, body: tirx.Stmt, annotations: dict) -> tirx.SBlock:
@@ -118,9 +119,7 @@ def _software_pipeline(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGrap
 def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph) -> tirx.SBlock:
     pro, loop, body, epi = _split(block)
     stamped = iter(t.id for t in graph.stasks)
-    pro = [_stamp(s, next(stamped)) for s in _schedulable(pro)]
-    body = [_stamp(s, next(stamped)) for s in _schedulable(body)]
-    epi = [_stamp(s, next(stamped)) for s in _schedulable(epi)]
+    pro, body, epi = (_stamp_all(part, stamped) for part in (pro, body, epi))
     new_loop = _with_loop_annotations(loop, {WS_OP_ID: graph.loop.id}, body=_seq(body))
     buffers = {b.name: b for b in block.alloc_buffers}
     schedule = T.WSSchedule(

@@ -207,6 +207,7 @@ class ExecutionPlan:
         if self.style == Style.WARP_SPECIALIZED:
             out += _check_ws_structure(self, graph, vdev)
         out += _check_resources(self, graph, vdev)
+        out += _check_emission(self, graph, vdev)
         return out
 
     def verify(self, graph: STaskGraph, vdev: VDevice) -> "ExecutionPlan":
@@ -459,6 +460,17 @@ def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
             out.append(Violation("threads", f"{t.id}: a {m}x{n} gemm tile cannot be split over {wgs} consumer "
                                  f"warpgroups (wgmma takes 64 rows per warpgroup)"))
     return out
+
+
+def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """What TileLang 0.1.15 cannot lower: a cp.async software pipeline over a run-time trip count
+    (its wait-group count becomes a run-time expression that codegen rejects)."""
+    runtime_trips = not graph.loop.extent.isdigit()
+    if plan.style == Style.SOFTWARE_PIPELINE and "cp_async" in vdev.features and runtime_trips \
+            and any(a.stage for a in plan.appends):
+        return [Violation("emission", f"TileLang 0.1.15 cannot software-pipeline the loop over {graph.loop.extent} "
+                          f"(a run-time trip count) with cp.async on {vdev.name}: stages must all be 0")]
+    return []
 
 
 def register_estimate(graph: STaskGraph, threads: int) -> int:

@@ -7,9 +7,10 @@ __all__ = ["Template", "TemplateError", "get", "names"]
 
 
 def _registry() -> dict[str, Template]:
-    from . import flash_attention, gemm
+    from . import flash_attention, gemm, mamba2
 
-    return {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSUM, flash_attention.FLASH_ATTENTION)}
+    return {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSUM, flash_attention.FLASH_ATTENTION,
+                                mamba2.CHUNK_STATE, mamba2.CHUNK_SCAN)}
 
 
 def names() -> list[str]:

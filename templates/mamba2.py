@@ -1,0 +1,471 @@
+"""Mamba2 SSD chunk kernels: ``chunk_state`` and ``chunk_scan`` (Dao & Gu 2024, "Transformers are SSMs").
+
+The state-space dual (SSD) layer splits the sequence into chunks of ``chunk``
+positions. Within chunk ``c`` (positions ``l = 0..chunk-1``, absolute
+``t = c*chunk + l``), with ``dA_cumsum[b,h,c,l]`` the running sum of ``A_h * dt``
+inside the chunk (so non-increasing, since ``A < 0`` and ``dt > 0``):
+
+* ``chunk_state``: the state a chunk leaves behind, from its own inputs only::
+
+      states[b,c,h,p,n] = sum_l x[b,t,h,p] * dt[b,h,c,l]
+                                * exp(dA_cumsum[b,h,c,L-1] - dA_cumsum[b,h,c,l]) * B[b,t,g(h),n]
+
+* ``chunk_scan``: the chunk's output, intra-chunk (a causally masked, decayed
+  ``C B^T`` "attention") plus the inter-chunk term from the state entering the
+  chunk (``prev_states``, the output of mamba's state passing) plus the D skip::
+
+      y[b,t,h,p] = sum_{s<=l} cb[b,c,g(h),l,s] * exp(dA_cumsum[..,l] - dA_cumsum[..,s]) * dt[..,s] * x[b,c*L+s,h,p]
+                 + exp(dA_cumsum[b,h,c,l]) * sum_n C[b,t,g(h),n] * prev_states[b,c,h,p,n]
+                 + D[h] * x[b,t,h,p]                                   (when has_d)
+
+  where ``cb[b,c,g,l,s] = sum_n C[b,c*L+l,g,n] * B[b,c*L+s,g,n]`` is an *input*, as in
+  mamba_ssm's ``_chunk_scan_fwd`` (its combined forward computes it with
+  ``_bmm_chunk_fwd(..., output_dtype=torch.float32)``).
+
+Groups: head ``h`` reads ``B``/``C``/``cb`` of group ``g(h) = h // (heads // groups)``.
+
+The kernels and the references follow mamba_ssm 2.3.2's ``_chunk_state_fwd`` /
+``_chunk_scan_fwd`` (no ``seq_idx``, no ``z``, ``D`` per head): argument order,
+dtypes (x/B/C/prev_states in fp16/bf16; dt, dA_cumsum, cb and D in float32 as
+mamba produces them; states out in float32, y out in x's dtype) and the guard
+``exp(min(dA_cumsum[i] - dA_cumsum[j], 0))`` on the intra-chunk decays, which is
+the plain SSD decay for a non-increasing ``dA_cumsum`` and keeps masked
+entries finite otherwise. Like mamba, the decayed factor is rounded to the
+input dtype before its tensor-core GEMM (``x * dt * decay`` in chunk_state,
+the masked ``cb * decay * dt`` in chunk_scan); accumulation is float32.
+
+I/O contract (``nchunks = seqlen // chunk``; ``dtype`` is float16 or bfloat16):
+
+* ``chunk_state(B, x, dt, dA_cumsum) -> states`` (``out_idx=(4,)``):
+  ``B [batch, seqlen, groups, dstate]`` dtype, ``x [batch, seqlen, heads, headdim]`` dtype,
+  ``dt``, ``dA_cumsum [batch, heads, nchunks, chunk]`` float32;
+  ``states [batch, nchunks, heads, headdim, dstate]`` float32.
+* ``chunk_scan(cb, x, dt, dA_cumsum, C, prev_states[, D]) -> out`` (``out_idx=(-1,)``, the last
+  parameter: ``D`` is a parameter only when ``has_d``): ``cb [batch, nchunks, groups, chunk, chunk]``
+  float32, ``x`` as above, ``dt``/``dA_cumsum`` as above, ``C [batch, seqlen, groups, dstate]`` dtype,
+  ``prev_states [batch, nchunks, heads, headdim, dstate]`` dtype, ``D [heads]`` float32;
+  ``out [batch, seqlen, heads, headdim]`` dtype.
+
+The inputs of ``make_inputs`` are the positional arguments of mamba_ssm's
+``_chunk_state_fwd(B, x, dt, dA_cumsum)`` and ``_chunk_scan_fwd(cb, x, dt, dA_cumsum, C, states[, D])``.
+Neither kernel carries a schedule: one plain ``T.Pipelined`` loop each.
+"""
+# No ``from __future__ import annotations``: T.prim_func evaluates the
+# parameter annotations against the builder's locals (shapes, dtype).
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import tilelang.language as T
+import torch
+
+from .base import Template, TemplateError
+
+__all__ = ["CHUNK_STATE", "CHUNK_SCAN"]
+
+_DTYPES = ("float16", "bfloat16")
+_ACCUM = "float32"
+_LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
+
+
+@dataclass(frozen=True)
+class _Blk:
+    """Where a block works: batch ``b``, chunk ``c``, head ``h`` and its B/C group ``g``, as
+    expressions of ``blockIdx.z = (b * nchunks + c) * heads + h`` (heads vary fastest, so
+    consecutive blocks of one group reuse the same B/C/cb tiles from L2).
+
+    The kernels hand this object to their ``T.macro`` and write ``blk.h`` etc. inline: a
+    PrimExpr macro argument or ``h = ...`` in the kernel becomes a let, and pt-tvm's plan
+    rewriting keeps only the tile ops and loops of the kernel body.
+    """
+
+    b: Any
+    c: Any
+    h: Any
+    g: Any
+
+    @staticmethod
+    def of(bz, nchunks: int, heads: int, groups: int) -> "_Blk":
+        return _Blk(bz // (nchunks * heads), bz // heads % nchunks, bz % heads, bz % heads // (heads // groups))
+
+
+def build_chunk_state(
+    batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, dtype: str,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+):
+    """``states[b,c,h] = (x * dt * decay)^T @ B`` per chunk: a ``block_M x block_N`` tile of
+    ``(headdim, dstate)`` per block, a pipelined loop over the chunk in ``block_K`` positions.
+
+    Each step stages ``x`` (``block_K x block_M``), ``B`` (``block_K x block_N``), ``dt`` and
+    ``dA_cumsum`` in shared memory, computes the ``block_K`` row weights
+    ``dt * exp(min(dA_last - dA_cumsum, 0))`` (one exp per position), writes the weighted,
+    transposed ``x`` into a register fragment (the GEMM's A operand) and accumulates
+    ``x_w @ B`` in float32.
+    """
+    nchunks = seqlen // chunk
+
+    @T.macro
+    def tile_program(B, x, dt, dA_cumsum, states, bx, by, blk):
+        """The block ``(bx, by)`` of ``states[blk.b, blk.c, blk.h]``."""
+        x_shared = T.alloc_shared((block_K, block_M), dtype)
+        B_shared = T.alloc_shared((block_K, block_N), dtype)
+        dt_shared = T.alloc_shared((block_K,), _ACCUM)
+        dA_shared = T.alloc_shared((block_K,), _ACCUM)
+        weight = T.alloc_fragment((block_K,), _ACCUM)
+        xw = T.alloc_fragment((block_M, block_K), dtype)
+        acc = T.alloc_fragment((block_M, block_N), _ACCUM)
+        acc_shared = T.alloc_shared((block_M, block_N), _ACCUM)
+
+        T.clear(acc)
+        for k in T.Pipelined(chunk // block_K, num_stages=num_stages):
+            T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h,
+                     by * block_M:(by + 1) * block_M], x_shared)
+            T.copy(B[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.g,
+                     bx * block_N:(bx + 1) * block_N], B_shared)
+            T.copy(dt[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dt_shared)
+            T.copy(dA_cumsum[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dA_shared)
+            for i in T.Parallel(block_K):
+                weight[i] = dt_shared[i] * T.exp2(
+                    T.min(dA_cumsum[blk.b, blk.h, blk.c, chunk - 1] - dA_shared[i], 0.0) * _LOG2E)
+            for i, j in T.Parallel(block_M, block_K):
+                xw[i, j] = x_shared[j, i] * weight[j]
+            T.gemm(xw, B_shared, acc)
+        T.copy(acc, acc_shared)
+        T.copy(acc_shared, states[blk.b, blk.c, blk.h, by * block_M:(by + 1) * block_M,
+                                  bx * block_N:(bx + 1) * block_N])
+
+    @T.prim_func
+    def chunk_state(
+        B: T.Tensor((batch, seqlen, groups, dstate), dtype),
+        x: T.Tensor((batch, seqlen, heads, headdim), dtype),
+        dt: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
+        dA_cumsum: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
+        states: T.Tensor((batch, nchunks, heads, headdim, dstate), _ACCUM),
+    ):
+        with T.Kernel(T.ceildiv(dstate, block_N), T.ceildiv(headdim, block_M), batch * nchunks * heads,
+                      threads=threads) as (bx, by, bz):
+            tile_program(B, x, dt, dA_cumsum, states, bx, by, _Blk.of(bz, nchunks, heads, groups))
+
+    return chunk_state
+
+
+def build_chunk_scan(
+    batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, has_d: bool,
+    dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+):
+    """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` per block.
+
+    Before the loop: ``acc = (C_rows @ prev_states^T) * exp(dA_cumsum_rows)`` (the whole
+    ``dstate`` in one GEMM). The pipelined loop walks the key blocks of the chunk up to
+    the causal diagonal (``ceil((m+1)*block_M / block_K)`` steps): it stages the ``cb``
+    tile (float32), ``dA_cumsum`` and ``dt`` of the keys, builds the masked, decayed,
+    ``dt``-weighted scores in a register fragment (input dtype, the GEMM's A operand),
+    stages ``x`` of the keys and accumulates ``scores @ x``. After it: ``+ D[h] * x_rows``
+    (``has_d``), then the store in ``x``'s dtype.
+    """
+    nchunks = seqlen // chunk
+
+    def row0(blk, by):
+        """Sequence position of the block's first row."""
+        return blk.c * chunk + by * block_M
+
+    def key_blocks(by):
+        """Key blocks up to the diagonal of row block ``by`` (an expression of blockIdx.y, not a let,
+        so extraction can average the trip count)."""
+        return T.ceildiv((by + 1) * block_M, block_K)
+
+    cb_shape = (batch, nchunks, groups, chunk, chunk)
+    seq_shape = (batch, seqlen, heads, headdim)
+    chunk_shape = (batch, heads, nchunks, chunk)
+    bc_shape = (batch, seqlen, groups, dstate)
+    states_shape = (batch, nchunks, heads, headdim, dstate)
+
+    @T.macro
+    def tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, bx, by, blk):
+        """Block ``(bx, by)`` of chunk ``blk.c`` of ``y[blk.b, :, blk.h]``."""
+        C_shared = T.alloc_shared((block_M, dstate), dtype)
+        S_shared = T.alloc_shared((block_N, dstate), dtype)
+        dA_m_shared = T.alloc_shared((block_M,), _ACCUM)
+        cb_shared = T.alloc_shared((block_M, block_K), _ACCUM)
+        dA_k_shared = T.alloc_shared((block_K,), _ACCUM)
+        dt_k_shared = T.alloc_shared((block_K,), _ACCUM)
+        x_shared = T.alloc_shared((block_K, block_N), dtype)
+        scores = T.alloc_fragment((block_M, block_K), dtype)
+        acc = T.alloc_fragment((block_M, block_N), _ACCUM)
+        out_shared = T.alloc_shared((block_M, block_N), dtype)
+
+        T.copy(dA_cumsum[blk.b, blk.h, blk.c, by * block_M:(by + 1) * block_M], dA_m_shared)
+        T.copy(C[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.g, :], C_shared)
+        T.copy(prev_states[blk.b, blk.c, blk.h, bx * block_N:(bx + 1) * block_N, :], S_shared)
+        T.gemm(C_shared, S_shared, acc, transpose_B=True, clear_accum=True)
+        for i, j in T.Parallel(block_M, block_N):
+            acc[i, j] *= T.exp2(dA_m_shared[i] * _LOG2E)
+        for k in T.Pipelined(key_blocks(by), num_stages=num_stages):
+            T.copy(cb[blk.b, blk.c, blk.g, by * block_M:(by + 1) * block_M, k * block_K:(k + 1) * block_K],
+                   cb_shared)
+            T.copy(dA_cumsum[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dA_k_shared)
+            T.copy(dt[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dt_k_shared)
+            for i, j in T.Parallel(block_M, block_K):
+                scores[i, j] = T.if_then_else(
+                    by * block_M + i >= k * block_K + j,
+                    cb_shared[i, j] * dt_k_shared[j] * T.exp2(T.min(dA_m_shared[i] - dA_k_shared[j], 0.0) * _LOG2E),
+                    0.0,
+                )
+            T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h,
+                     bx * block_N:(bx + 1) * block_N], x_shared)
+            T.gemm(scores, x_shared, acc)
+        if has_d:
+            T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h, bx * block_N:(bx + 1) * block_N],
+                   out_shared)
+            for i, j in T.Parallel(block_M, block_N):
+                acc[i, j] += D[blk.h] * out_shared[i, j]
+        T.copy(acc, out_shared)
+        T.copy(out_shared, out[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h, bx * block_N:(bx + 1) * block_N])
+
+    @T.macro
+    def kernel(cb, x, dt, dA_cumsum, C, prev_states, D, out):
+        with T.Kernel(T.ceildiv(headdim, block_N), chunk // block_M, batch * nchunks * heads,
+                      threads=threads) as (bx, by, bz):
+            tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, bx, by,
+                         _Blk.of(bz, nchunks, heads, groups))
+
+    if has_d:
+        @T.prim_func
+        def chunk_scan(
+            cb: T.Tensor(cb_shape, _ACCUM), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
+            dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: T.Tensor(bc_shape, dtype),
+            prev_states: T.Tensor(states_shape, dtype), D: T.Tensor((heads,), _ACCUM),
+            out: T.Tensor(seq_shape, dtype),
+        ):
+            kernel(cb, x, dt, dA_cumsum, C, prev_states, D, out)
+    else:
+        @T.prim_func
+        def chunk_scan(
+            cb: T.Tensor(cb_shape, _ACCUM), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
+            dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: T.Tensor(bc_shape, dtype),
+            prev_states: T.Tensor(states_shape, dtype), out: T.Tensor(seq_shape, dtype),
+        ):
+            kernel(cb, x, dt, dA_cumsum, C, prev_states, None, out)
+
+    return chunk_scan
+
+
+# ---------------------------------------------------------------- parameters
+def _fail(template: str, param: str, message: str) -> TemplateError:
+    """A TemplateError that names the offending parameter first."""
+    return TemplateError(f"{template}: parameter {param!r} {message}")
+
+
+def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """Positive int shapes and blocks, a supported dtype, whole chunks, whole groups, warps."""
+    for key in ("batch", "seqlen", "heads", "headdim", "dstate", "chunk", "groups"):
+        _check_positive(template, key, problem[key])
+    for key in ("block_M", "block_N", "block_K", "threads"):
+        _check_positive(template, key, tile[key])
+    if problem["dtype"] not in _DTYPES:
+        raise _fail(template, "dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
+    if problem["seqlen"] % problem["chunk"]:
+        raise _fail(template, "chunk", f"={problem['chunk']} must divide seqlen={problem['seqlen']}")
+    if problem["heads"] % problem["groups"]:
+        raise _fail(template, "groups", f"={problem['groups']} must divide heads={problem['heads']}")
+    if tile["threads"] % 128:
+        raise _fail(template, "threads", f"must be a multiple of 128 (whole warpgroups), got {tile['threads']}")
+    for key in ("block_M", "block_N", "block_K"):
+        if tile[key] % 16:
+            raise _fail(template, key, f"must be a multiple of 16 (tensor-core tiles), got {tile[key]}")
+
+
+def _check_positive(template: str, key: str, value: Any) -> None:
+    """Shapes and block sizes are positive ints (bools excluded)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise _fail(template, key, f"must be a positive int, got {value!r}")
+
+
+def _check_divides(template: str, pairs: tuple, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    for block, dim in pairs:
+        if problem[dim] % tile[block]:
+            raise _fail(template, block, f"={tile[block]} must divide {dim}={problem[dim]}")
+
+
+def _check_state(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """chunk_state tiles (headdim, dstate) by (block_M, block_N) and walks the chunk in block_K."""
+    _check_common("chunk_state", problem, tile)
+    _check_divides("chunk_state", (("block_M", "headdim"), ("block_N", "dstate"), ("block_K", "chunk")),
+                   problem, tile)
+
+
+def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """chunk_scan tiles (chunk, headdim) by (block_M, block_N), walks keys in block_K and
+    contracts the whole dstate in one GEMM (so dstate is a multiple of 16, at most 256)."""
+    _check_common("chunk_scan", problem, tile)
+    if not isinstance(problem["has_d"], bool):
+        raise _fail("chunk_scan", "has_d", f"must be a bool, got {problem['has_d']!r}")
+    if problem["dstate"] % 16 or problem["dstate"] > 256:
+        raise _fail("chunk_scan", "dstate", f"must be a multiple of 16 and at most 256, got {problem['dstate']}")
+    _check_divides("chunk_scan", (("block_M", "chunk"), ("block_N", "headdim"), ("block_K", "chunk")),
+                   problem, tile)
+
+
+# ---------------------------------------------------------------- inputs
+def _generator_device(device: Any, generator: torch.Generator | None) -> Any:
+    return generator.device if generator is not None else device
+
+
+def _randn(shape: tuple, dtype: Any, device: Any, generator: torch.Generator | None) -> torch.Tensor:
+    """Standard-normal values drawn on the generator's device, then cast and moved."""
+    where = _generator_device(device, generator)
+    return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=dtype)
+
+
+def _rand(shape: tuple, device: Any, generator: torch.Generator | None) -> torch.Tensor:
+    where = _generator_device(device, generator)
+    return torch.rand(shape, generator=generator, device=where).to(device=device)
+
+
+def _dt_and_cumsum(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """Float32 ``dt`` and ``dA_cumsum`` ``[batch, heads, nchunks, chunk]`` as Mamba2 produces them:
+    ``dt`` log-uniform in [1e-3, 1e-1] (Mamba2's ``dt`` initialisation range), ``A_h = -U(1, 16)``
+    (its ``A_init_range``), ``dA_cumsum`` the running sum of ``A_h * dt`` within each chunk."""
+    p = problem
+    shape = (p["batch"], p["heads"], p["seqlen"] // p["chunk"], p["chunk"])
+    dt = torch.exp(math.log(1e-3) + (math.log(1e-1) - math.log(1e-3)) * _rand(shape, device, generator))
+    A = -(1.0 + 15.0 * _rand((p["heads"],), device, generator))
+    dA_cumsum = torch.cumsum(dt * A[None, :, None, None], dim=-1)
+    return dt.float().contiguous(), dA_cumsum.float().contiguous()
+
+
+def _make_state_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """``(B, x, dt, dA_cumsum)``: the arguments of mamba's ``_chunk_state_fwd`` in its order."""
+    p = problem
+    dtype = getattr(torch, p["dtype"])
+    B = _randn((p["batch"], p["seqlen"], p["groups"], p["dstate"]), dtype, device, generator)
+    x = _randn((p["batch"], p["seqlen"], p["heads"], p["headdim"]), dtype, device, generator)
+    return (B, x, *_dt_and_cumsum(problem, device, generator))
+
+
+def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """``(cb, x, dt, dA_cumsum, C, prev_states[, D])``: the arguments of mamba's ``_chunk_scan_fwd``
+    in its order. ``cb`` is ``C B^T`` per chunk in float32 from random ``B``, ``C`` in the input
+    dtype (what ``_bmm_chunk_fwd(C, B, chunk, output_dtype=torch.float32)`` returns);
+    ``prev_states`` are standard normal in the input dtype, ``D`` standard normal in float32."""
+    p = problem
+    dtype = getattr(torch, p["dtype"])
+    b, L, g, n, chunk = p["batch"], p["seqlen"], p["groups"], p["dstate"], p["chunk"]
+    nchunks = L // chunk
+    B = _randn((b, L, g, n), dtype, device, generator)
+    C = _randn((b, L, g, n), dtype, device, generator)
+    x = _randn((b, L, p["heads"], p["headdim"]), dtype, device, generator)
+    dt, dA_cumsum = _dt_and_cumsum(problem, device, generator)
+    prev_states = _randn((b, nchunks, p["heads"], p["headdim"], n), dtype, device, generator)
+    cb = torch.einsum("bclgn,bcsgn->bcgls", C.float().reshape(b, nchunks, chunk, g, n),
+                      B.float().reshape(b, nchunks, chunk, g, n)).contiguous()
+    inputs = (cb, x, dt, dA_cumsum, C, prev_states)
+    if p["has_d"]:
+        inputs = (*inputs, _randn((p["heads"],), torch.float32, device, generator))
+    return inputs
+
+
+# ---------------------------------------------------------------- references
+def _state_reference(B: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA_cumsum: torch.Tensor,
+                     **problem: Any) -> torch.Tensor:
+    """Float32 ``states[b,c,h,p,n] = sum_l x[b,t,h,p] dt[b,h,c,l] exp(dA_cs[..,L-1] - dA_cs[..,l]) B[b,t,g(h),n]``
+    (``t = c*L + l``), heads split as ``(groups, heads/groups)`` so ``B`` is never repeated."""
+    b, L, h, p = x.shape
+    g, n = B.shape[2], B.shape[3]
+    _, _, nchunks, chunk = dt.shape
+    r = h // g
+    decay = torch.exp(torch.clamp(dA_cumsum[..., -1:] - dA_cumsum, max=0.0))           # [b,h,c,l]
+    w = (dt.float() * decay).reshape(b, g, r, nchunks, chunk)                          # [b,g,r,c,l]
+    xc = x.float().reshape(b, nchunks, chunk, g, r, p)
+    Bc = B.float().reshape(b, nchunks, chunk, g, n)
+    states = torch.einsum("bclgrp,bgrcl,bclgn->bcgrpn", xc, w, Bc)
+    return states.reshape(b, nchunks, h, p, n)
+
+
+def _scan_reference(cb: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA_cumsum: torch.Tensor,
+                    C: torch.Tensor, prev_states: torch.Tensor, D: torch.Tensor | None = None,
+                    **problem: Any) -> torch.Tensor:
+    """Float32 ``y [batch, seqlen, heads, headdim]``, one chunk at a time (bounds the
+    ``heads * chunk^2`` decay matrix):
+
+    ``y[t] = sum_{s<=t} cb[t,s] exp(min(dA_cs[t] - dA_cs[s], 0)) dt[s] x[s]
+    + exp(dA_cs[t]) C[t] . prev_states + D x[t]``.
+    """
+    b, L, h, p = x.shape
+    g, n = C.shape[2], C.shape[3]
+    _, _, nchunks, chunk = dt.shape
+    r = h // g
+    causal = torch.ones(chunk, chunk, dtype=torch.bool, device=x.device).tril()
+    xc = x.float().reshape(b, nchunks, chunk, g, r, p)
+    Cc = C.float().reshape(b, nchunks, chunk, g, n)
+    out = torch.empty(b, nchunks, chunk, g, r, p, dtype=torch.float32, device=x.device)
+    for c in range(nchunks):
+        dA = dA_cumsum[:, :, c].float().reshape(b, g, r, chunk)                       # [b,g,r,l]
+        seg = torch.clamp(dA[..., :, None] - dA[..., None, :], max=0.0)              # [b,g,r,l,s]
+        decay = torch.where(causal, torch.exp(seg), torch.zeros((), device=x.device))
+        scores = cb[:, c].float()[:, :, None] * decay * dt[:, :, c].float().reshape(b, g, r, 1, chunk)
+        intra = torch.einsum("bgrls,bsgrp->blgrp", scores, xc[:, c])
+        S = prev_states[:, c].float().reshape(b, g, r, p, n)
+        inter = torch.einsum("blgn,bgrpn->blgrp", Cc[:, c], S) * torch.exp(dA).permute(0, 3, 1, 2)[..., None]
+        out[:, c] = intra + inter
+    out = out.reshape(b, L, h, p)
+    if D is not None:
+        out = out + D.float()[None, None, :, None] * x.float()
+    return out
+
+
+def _state_flops(problem: Mapping[str, Any]) -> float:
+    """One GEMM per (batch, chunk, head): ``(headdim x chunk) @ (chunk x dstate)``, i.e.
+    ``2 * batch * seqlen * heads * headdim * dstate`` (the scaling of x is not counted)."""
+    p = problem
+    return 2.0 * p["batch"] * p["seqlen"] * p["heads"] * p["headdim"] * p["dstate"]
+
+
+def _scan_flops(problem: Mapping[str, Any]) -> float:
+    """The two GEMMs' useful multiply-adds: inter-chunk ``C @ prev_states^T``
+    (``2 * batch * seqlen * heads * headdim * dstate``) plus the causal intra-chunk
+    ``scores @ x`` over the ``chunk * (chunk + 1) / 2`` pairs ``s <= t`` of each chunk
+    (``2 * batch * nchunks * heads * headdim * chunk * (chunk + 1) / 2``). Masked-out
+    work of diagonal tiles, the decay/mask elementwise work and the D term are not counted."""
+    p = problem
+    nchunks = p["seqlen"] // p["chunk"]
+    inter = 2.0 * p["batch"] * p["seqlen"] * p["heads"] * p["headdim"] * p["dstate"]
+    intra = 2.0 * p["batch"] * nchunks * p["heads"] * p["headdim"] * p["chunk"] * (p["chunk"] + 1) / 2
+    return inter + intra
+
+
+# Mamba2-1.3B: d_model 2048, expand 2 -> 4096 inner = 64 heads x 64; d_state 128, chunk 256, 1 group.
+_PROBLEM = {"batch": 1, "seqlen": 4096, "heads": 64, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 1,
+            "dtype": "float16"}
+
+CHUNK_STATE = Template(
+    name="chunk_state",
+    builder=build_chunk_state,
+    reference=_state_reference,
+    problem=dict(_PROBLEM),
+    tile={"block_M": 64, "block_N": 128, "block_K": 64, "threads": 128},
+    tile_space={"block_M": (64, 128), "block_N": (64, 128), "block_K": (64, 128), "threads": (128, 256)},
+    make_inputs=_make_state_inputs,
+    flops=_state_flops,
+    out_idx=(4,),
+    check=_check_state,
+    doc="Mamba2 SSD chunk state: states[b,c,h] = (x*dt*decay)^T B per chunk, fp32 out "
+        "(= mamba_ssm _chunk_state_fwd(B, x, dt, dA_cumsum, states_in_fp32=True)).",
+    pass_configs={"tl.enable_fast_math": True},
+)
+
+CHUNK_SCAN = Template(
+    name="chunk_scan",
+    builder=build_chunk_scan,
+    reference=_scan_reference,
+    problem={**_PROBLEM, "has_d": True},
+    tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128},
+    tile_space={"block_M": (64, 128), "block_N": (64, 128), "block_K": (64, 128), "threads": (128, 256)},
+    make_inputs=_make_scan_inputs,
+    flops=_scan_flops,
+    out_idx=(-1,),  # the last parameter: 6 without D, 7 with it
+    check=_check_scan,
+    doc="Mamba2 SSD chunk scan: y = causal(cb*decay*dt) @ x + exp(dA_cs) C prev_states (+ D x), "
+        "cb = C B^T given in fp32 (= mamba_ssm _chunk_scan_fwd(cb, x, dt, dA_cumsum, C, states, D)).",
+    pass_configs={"tl.enable_fast_math": True},
+)
