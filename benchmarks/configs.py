@@ -91,6 +91,13 @@ def _gemm_core() -> list[Config]:
     return out
 
 
+def _mamba() -> list[Config]:
+    """Mamba2-1.3B chunk kernels (64 heads, headdim 64, dstate 128, chunk 256, one group), batch 1 and 64."""
+    shapes = [(1, s) for s in (1024, 4096, 16384)] + [(64, s) for s in (1024, 4096)]
+    return [Config("mamba", kernel, dict(batch=b, seqlen=s, dtype="float16"), PEERS_BY_SUITE["mamba"],
+                   f"mamba2-1.3b b{b} s{s}") for kernel in ("chunk_state", "chunk_scan") for b, s in shapes]
+
+
 def _smoke() -> list[Config]:
     """A few points that show the headline bars in one short run."""
     att = PEERS_BY_SUITE["attention"]
@@ -109,6 +116,7 @@ SUITES: dict[str, Callable[[], list[Config]]] = {
     "attention-core": _attention_core,
     "gemm": _gemm,
     "gemm-core": _gemm_core,
+    "mamba": _mamba,
 }
 _ALL = ("attention", "gemm")  # the full grids; the core suites are slices of them
 

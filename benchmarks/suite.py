@@ -164,7 +164,7 @@ def _error(e: Exception) -> str:
 
 
 def _short(problem: Mapping[str, Any]) -> str:
-    keys = ("batch", "seq_len", "heads", "kv_heads", "dim", "causal", "M", "N", "K", "dtype")
+    keys = ("batch", "seq_len", "seqlen", "heads", "kv_heads", "dim", "causal", "M", "N", "K", "dtype")
     return " ".join(f"{k}={problem[k]}" for k in keys if k in problem)
 
 

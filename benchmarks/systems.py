@@ -119,6 +119,8 @@ def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
                 s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
             return (s.softmax(dim=-1) @ v).transpose(1, 2)
         return attention
+    if template.name in ("chunk_state", "chunk_scan"):  # the issue asks for torch.compile of the SSD reference
+        return lambda *inputs: template.reference(*inputs, **problem)
     raise NotImplementedError(f"no eager PyTorch form for template {template.name!r}")
 
 
@@ -127,6 +129,22 @@ def _torch_compile(template: Any, problem: Mapping[str, Any], vdev: Any, **_: An
 
     return torch.compile(_eager(template, problem), dynamic=False), {"mode": "default",
                                                                      "source": "eager PyTorch in the input dtype"}
+
+
+def _mamba_triton(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+    """mamba-ssm 2.3.2's official Triton kernels (laid out by benchmarks/fetch_mamba_ssm.sh, on PYTHONPATH)."""
+    if template.name == "chunk_state":
+        from mamba_ssm.ops.triton.ssd_chunk_state import _chunk_state_fwd
+
+        return (lambda B, x, dt, dA: _chunk_state_fwd(B, x, dt, dA, states_in_fp32=True)), {"package": "mamba-ssm 2.3.2"}
+    if template.name == "chunk_scan":
+        from mamba_ssm.ops.triton.ssd_chunk_scan import _chunk_scan_fwd
+
+        def run(cb, x, dt, dA, C, states, *D):
+            return _chunk_scan_fwd(cb, x, dt, dA, C, states, D=D[0] if D else None)[0]
+
+        return run, {"package": "mamba-ssm 2.3.2"}
+    raise ValueError(f"mamba-ssm has no kernel for {template.name!r}")
 
 
 def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
@@ -149,11 +167,13 @@ SYSTEMS: dict[str, Callable] = {
     "fa3": _fa3,
     "torch-compile": _torch_compile,
     "cublas": _cublas,
+    "mamba-triton": _mamba_triton,
 }
 
 PEERS_BY_SUITE = {
     "attention": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "cudnn-sdpa", "fa2-sdpa", "fa3", "torch-compile"),
     "gemm": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "cublas", "torch-compile"),
+    "mamba": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "mamba-triton", "torch-compile"),
 }
 
 
