@@ -306,14 +306,11 @@ def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str],
 def _blocks_per_eu(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> int:
     """Resident blocks per EU, limited by shared memory, registers and threads."""
     eu = vdev.eu
+    if plan.style == Style.WARP_SPECIALIZED:
+        return 1  # launched with __launch_bounds__(threads, 1); setmaxnreg redistributes the whole register file
     smem = max(1, shared_bytes(plan, graph))
     threads = plan.num_warps * eu.warp_size
-    if plan.style == Style.WARP_SPECIALIZED:
-        regs = sum(r.warps // eu.warpgroup_warps * eu.warpgroup_threads * (r.max_nreg or eu.max_regs_per_thread)
-                   for r in plan.roles) or threads * eu.max_regs_per_thread
-        regs = max(regs, threads * eu.min_regs_per_thread)
-    else:
-        regs = threads * min(eu.max_regs_per_thread, register_estimate(graph, threads))
+    regs = threads * min(eu.max_regs_per_thread, register_estimate(graph, threads))
     return max(1, min(eu.smem_per_eu // smem, eu.regs_per_eu // max(regs, 1), 2048 // threads, 8))
 
 

@@ -54,38 +54,72 @@ def _tensor_positions(c: Candidate) -> tuple:
 
 def _config(c: Candidate) -> tuple:
     """The plan's configuration class: tile, roles, pipelines and stages (everything but the order)."""
-    return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.pipelines, tuple(a.stage for a in c.plan.appends))
+    return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.pipelines,
+            tuple(sorted((a.stask, a.stage) for a in c.plan.appends)))
+
+
+def _partition(c: Candidate) -> tuple:
+    """The inter-EU choice alone: tile and roles (consumer warpgroups)."""
+    return (tuple(sorted(c.plan.tile.items())), c.plan.roles)
+
+
+_WORTH_MEASURING = 1.25  # a partition or class predicted this much slower than the best is not worth a GPU slot
 
 
 def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
-    """k candidates spread over configuration classes, best-predicted first.
+    """k candidates spread over the search's choices, best-predicted first.
 
-    Round one takes the best plan of each class (classes in order of their best);
-    later rounds add, per class, the plan whose tensor-core placement differs most
-    from those already taken: the choices a GPU most often ranks differently.
+    First the best plan of each partition (tile and roles), then the winner's class
+    with its tensor-core sTasks placed most differently (on one H200, orders moved
+    FlashAttention by 5%, pipeline depths by 1%), then the best of each remaining
+    configuration class (depth, stages), partitions and classes only within 1.25x of
+    the best prediction; then, per class, the plans whose tensor-core placement differs
+    most from those already taken.
     """
-    classes: dict[tuple, list[Candidate]] = {}
-    for c in result.ranked:
-        classes.setdefault(_config(c), []).append(c)
     out: list[Candidate] = []
     taken: dict[tuple, list[tuple]] = {}
+
+    def take(c: Candidate) -> None:
+        out.append(c)
+        taken.setdefault(_config(c), []).append(_tensor_positions(c))
+
+    cutoff = result.ranked[0].seconds * _WORTH_MEASURING
+
+    def distance(c: Candidate) -> int:
+        pos = _tensor_positions(c)
+        return min((sum(abs(a - b) for ra, rb in zip(pos, p) for a, b in zip(ra, rb))
+                    for p in taken.get(_config(c), [])), default=0)
+
+    seen = set()
+    for c in result.ranked:  # the best plan of each partition
+        if len(out) < k and _partition(c) not in seen and c.seconds <= cutoff:
+            seen.add(_partition(c))
+            take(c)
+    best_class = [c for c in result.ranked if _config(c) == _config(out[0]) and c not in out]
+    if best_class and len(out) < k:  # the winner's class with its tensor-core sTasks placed most differently
+        far = max(best_class, key=lambda c: (distance(c), -c.seconds))
+        if distance(far):
+            take(far)
+    seen = {_config(c) for c in out}
+    for c in result.ranked:  # the best of every other depth / stage class
+        if len(out) < k and _config(c) not in seen and c.seconds <= cutoff:
+            seen.add(_config(c))
+            take(c)
+    classes: dict[tuple, list[Candidate]] = {}
+    for c in result.ranked:
+        if c not in out:
+            classes.setdefault(_config(c), []).append(c)
+
     while len(out) < k and any(classes.values()):
         for cfg, members in classes.items():
             if not members or len(out) == k:
                 continue
-            seen = taken.setdefault(cfg, [])
-
-            def distance(c: Candidate) -> int:
-                pos = _tensor_positions(c)
-                return min((sum(abs(a - b) for ra, rb in zip(pos, p) for a, b in zip(ra, rb)) for p in seen), default=0)
-
-            pick = max(members, key=lambda c: (distance(c), -c.seconds)) if seen else members[0]
-            if seen and distance(pick) == 0:
+            pick = max(members, key=lambda c: (distance(c), -c.seconds))
+            members.remove(pick)
+            if distance(pick) == 0:
                 members.clear()
                 continue
-            members.remove(pick)
-            seen.append(_tensor_positions(pick))
-            out.append(pick)
+            take(pick)
     return out
 
 

@@ -70,9 +70,11 @@ _LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
 
 @dataclass(frozen=True)
 class _Blk:
-    """Where a block works: batch ``b``, chunk ``c``, head ``h`` and its B/C group ``g``, as
-    expressions of ``blockIdx.z = (b * nchunks + c) * heads + h`` (heads vary fastest, so
-    consecutive blocks of one group reuse the same B/C/cb tiles from L2).
+    """Where a block works: batch ``b``, column tile ``t``, chunk ``c``, head ``h`` and its B/C group ``g``,
+    as expressions of ``blockIdx.x = b * tiles + t`` and ``blockIdx.z = c * heads + h`` (heads vary
+    fastest, so consecutive blocks of one group reuse the same B/C/cb tiles from L2). The batch
+    rides on ``blockIdx.x`` because ``blockIdx.z`` stops at 65535 (batch 64 x 16 chunks x 64 heads
+    is 65536).
 
     The kernels hand this object to their ``T.macro`` and write ``blk.h`` etc. inline: a
     PrimExpr macro argument or ``h = ...`` in the kernel becomes a let, and pt-tvm's plan
@@ -80,13 +82,14 @@ class _Blk:
     """
 
     b: Any
+    t: Any
     c: Any
     h: Any
     g: Any
 
     @staticmethod
-    def of(bz, nchunks: int, heads: int, groups: int) -> "_Blk":
-        return _Blk(bz // (nchunks * heads), bz // heads % nchunks, bz % heads, bz % heads // (heads // groups))
+    def of(bx, bz, tiles: int, heads: int, groups: int) -> "_Blk":
+        return _Blk(bx // tiles, bx % tiles, bz // heads, bz % heads, bz % heads // (heads // groups))
 
 
 def build_chunk_state(
@@ -105,8 +108,8 @@ def build_chunk_state(
     nchunks = seqlen // chunk
 
     @T.macro
-    def tile_program(B, x, dt, dA_cumsum, states, bx, by, blk):
-        """The block ``(bx, by)`` of ``states[blk.b, blk.c, blk.h]``."""
+    def tile_program(B, x, dt, dA_cumsum, states, by, blk):
+        """The block ``(blk.t, by)`` of ``states[blk.b, blk.c, blk.h]``."""
         x_shared = T.alloc_shared((block_K, block_M), dtype)
         B_shared = T.alloc_shared((block_K, block_N), dtype)
         dt_shared = T.alloc_shared((block_K,), _ACCUM)
@@ -121,7 +124,7 @@ def build_chunk_state(
             T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h,
                      by * block_M:(by + 1) * block_M], x_shared)
             T.copy(B[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.g,
-                     bx * block_N:(bx + 1) * block_N], B_shared)
+                     blk.t * block_N:(blk.t + 1) * block_N], B_shared)
             T.copy(dt[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dt_shared)
             T.copy(dA_cumsum[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dA_shared)
             for i in T.Parallel(block_K):
@@ -132,7 +135,7 @@ def build_chunk_state(
             T.gemm(xw, B_shared, acc)
         T.copy(acc, acc_shared)
         T.copy(acc_shared, states[blk.b, blk.c, blk.h, by * block_M:(by + 1) * block_M,
-                                  bx * block_N:(bx + 1) * block_N])
+                                  blk.t * block_N:(blk.t + 1) * block_N])
 
     @T.prim_func
     def chunk_state(
@@ -142,9 +145,9 @@ def build_chunk_state(
         dA_cumsum: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
         states: T.Tensor((batch, nchunks, heads, headdim, dstate), _ACCUM),
     ):
-        with T.Kernel(T.ceildiv(dstate, block_N), T.ceildiv(headdim, block_M), batch * nchunks * heads,
-                      threads=threads) as (bx, by, bz):
-            tile_program(B, x, dt, dA_cumsum, states, bx, by, _Blk.of(bz, nchunks, heads, groups))
+        tiles = T.ceildiv(dstate, block_N)
+        with T.Kernel(tiles * batch, T.ceildiv(headdim, block_M), nchunks * heads, threads=threads) as (bx, by, bz):
+            tile_program(B, x, dt, dA_cumsum, states, by, _Blk.of(bx, bz, tiles, heads, groups))
 
     return chunk_state
 
@@ -181,8 +184,8 @@ def build_chunk_scan(
     states_shape = (batch, nchunks, heads, headdim, dstate)
 
     @T.macro
-    def tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, bx, by, blk):
-        """Block ``(bx, by)`` of chunk ``blk.c`` of ``y[blk.b, :, blk.h]``."""
+    def tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by, blk):
+        """Block ``(blk.t, by)`` of chunk ``blk.c`` of ``y[blk.b, :, blk.h]``."""
         C_shared = T.alloc_shared((block_M, dstate), dtype)
         S_shared = T.alloc_shared((block_N, dstate), dtype)
         dA_m_shared = T.alloc_shared((block_M,), _ACCUM)
@@ -196,7 +199,7 @@ def build_chunk_scan(
 
         T.copy(dA_cumsum[blk.b, blk.h, blk.c, by * block_M:(by + 1) * block_M], dA_m_shared)
         T.copy(C[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.g, :], C_shared)
-        T.copy(prev_states[blk.b, blk.c, blk.h, bx * block_N:(bx + 1) * block_N, :], S_shared)
+        T.copy(prev_states[blk.b, blk.c, blk.h, blk.t * block_N:(blk.t + 1) * block_N, :], S_shared)
         T.gemm(C_shared, S_shared, acc, transpose_B=True, clear_accum=True)
         for i, j in T.Parallel(block_M, block_N):
             acc[i, j] *= T.exp2(dA_m_shared[i] * _LOG2E)
@@ -212,22 +215,22 @@ def build_chunk_scan(
                     0.0,
                 )
             T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h,
-                     bx * block_N:(bx + 1) * block_N], x_shared)
+                     blk.t * block_N:(blk.t + 1) * block_N], x_shared)
             T.gemm(scores, x_shared, acc)
         if has_d:
-            T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h, bx * block_N:(bx + 1) * block_N],
+            T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h, blk.t * block_N:(blk.t + 1) * block_N],
                    out_shared)
             for i, j in T.Parallel(block_M, block_N):
                 acc[i, j] += D[blk.h] * out_shared[i, j]
         T.copy(acc, out_shared)
-        T.copy(out_shared, out[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h, bx * block_N:(bx + 1) * block_N])
+        T.copy(out_shared, out[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h,
+                               blk.t * block_N:(blk.t + 1) * block_N])
 
     @T.macro
     def kernel(cb, x, dt, dA_cumsum, C, prev_states, D, out):
-        with T.Kernel(T.ceildiv(headdim, block_N), chunk // block_M, batch * nchunks * heads,
-                      threads=threads) as (bx, by, bz):
-            tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, bx, by,
-                         _Blk.of(bz, nchunks, heads, groups))
+        tiles = T.ceildiv(headdim, block_N)
+        with T.Kernel(tiles * batch, chunk // block_M, nchunks * heads, threads=threads) as (bx, by, bz):
+            tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by, _Blk.of(bx, bz, tiles, heads, groups))
 
     if has_d:
         @T.prim_func

@@ -409,8 +409,14 @@ def _check_on_gpu(label: str, name: str, problem: dict, kernel, zero_states: boo
     assert err < MAX_REL_ERR, f"{label}: relative error {err:.3e}"
 
 
+TILELANG_AUTO_CHUNK_SCAN = pytest.mark.xfail(
+    strict=True, reason="measured on one H200 (2026-11-22): TileLang 0.1.15's own schedule of chunk_scan "
+    "(automatic warp specialization) writes non-finite elements; pt-tvm's plans of the same kernel are correct")
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name, overrides", GPU_CASES)
+@pytest.mark.parametrize("name, overrides", [pytest.param(n, o, marks=TILELANG_AUTO_CHUNK_SCAN) if n == "chunk_scan"
+                                             else (n, o) for n, o in GPU_CASES])
 def test_gpu_tilelang_schedule(name: str, overrides: dict) -> None:
     """TileLang's own schedule (T.Pipelined num_stages=2) against the float32 reference."""
     t = get(name)
@@ -436,3 +442,13 @@ def test_gpu_pt_tvm_plan(name: str) -> None:
     kernel = tilelang.compile(build(), out_idx=list(t.out_idx), target=vdev.tvm_target(),
                               pass_configs=dict(t.pass_configs))
     _check_on_gpu(f"{name}_pt_tvm[{result.best.note}]", name, problem, kernel)
+
+
+@pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
+def test_grid_fits_cuda_limits_at_batch_64(name: str) -> None:
+    """blockIdx.y/z stop at 65535: Mamba2-1.3B at batch 64, 16 chunks, 64 heads must still launch."""
+    import pt_tvm
+
+    graph = pt_tvm.extract(get(name).build(batch=64, seqlen=4096), "h100")
+    x, y, z = graph.grid.values()
+    assert y <= 65535 and z <= 65535 and x < 2**31
