@@ -24,6 +24,7 @@ from .ir import WS_OP_ID, find_root_block, is_pipelined, top_level
 __all__ = ["ApplyPipelineSchedule", "apply_plan", "ScheduleMismatch"]
 
 _WS_SCHEDULE = "tl.ws_schedule"
+_WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
 _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
 
 
@@ -63,14 +64,16 @@ def ApplyPipelineSchedule(plan: ExecutionPlan) -> tvm.transform.Pass:
 
 
 # ---------------------------------------------------------------- statement rewriting
-def _stamp(stmt: tirx.Stmt, op_id: str) -> tirx.Stmt:
-    """``stmt`` named ``op_id`` for MaterializeWSSchedule (annotation or ``T.ws_op`` wrapper)."""
+def _stamp(stmt: tirx.Stmt, op_id: str, extra: dict | None = None) -> tirx.Stmt:
+    """``stmt`` named ``op_id`` for MaterializeWSSchedule (annotation or ``T.ws_op`` wrapper);
+    ``extra`` call annotations ride along (e.g. ``wg_wait``)."""
     if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID:
         return stmt
     if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call):
         call = stmt.value
         ann = dict(call.annotations or {})
         ann[WS_OP_ID] = tirx.StringImm(op_id)
+        ann.update(extra or {})
         return tirx.Evaluate(tirx.Call(call.dtype, call.op, call.args, ann))
     if isinstance(stmt, tirx.For):
         return _with_loop_annotations(stmt, {WS_OP_ID: op_id})
@@ -95,9 +98,28 @@ def _split(block: tirx.SBlock) -> tuple[list, tirx.For, list, list]:
     return stmts[:idx], loop, top_level(loop.body), stmts[idx + 1:]
 
 
-def _stamp_all(stmts: list[tirx.Stmt], ids: Any) -> list[tirx.Stmt]:
-    """Each tile-op statement named by the next sTask id; scalar ``Bind`` statements stay as they are."""
-    return [s if isinstance(s, tirx.Bind) else _stamp(s, next(ids)) for s in stmts]
+def _stamp_all(stmts: list[tirx.Stmt], ids: Any, in_flight: Any = ()) -> list[tirx.Stmt]:
+    """Each tile-op statement named by the next sTask id; scalar ``Bind`` statements stay as they are.
+
+    A gemm kept in flight is issued without its implicit wait (``wg_wait=-1``) and followed by
+    its own ``T.wait_wgmma(0)`` statement, named ``wait_<gemm>``, which the schedule places."""
+    out = []
+    for s in stmts:
+        if isinstance(s, tirx.Bind):
+            out.append(s)
+            continue
+        sid = next(ids)
+        if sid in in_flight:
+            out.append(_stamp(s, sid, {_WG_WAIT: tirx.IntImm("int32", -1)}))
+            out.append(tirx.AttrStmt(None, WS_OP_ID, tirx.StringImm(_wait_id(sid)),
+                                     tirx.Evaluate(T.wait_wgmma(0))))
+        else:
+            out.append(_stamp(s, sid))
+    return out
+
+
+def _wait_id(gemm: str) -> str:
+    return f"wait_{gemm}"
 
 
 def _with_body(block: tirx.SBlock, body: tirx.Stmt, annotations: dict) -> tirx.SBlock:
@@ -119,7 +141,8 @@ def _software_pipeline(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGrap
 def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph) -> tirx.SBlock:
     pro, loop, body, epi = _split(block)
     stamped = iter(t.id for t in graph.stasks)
-    pro, body, epi = (_stamp_all(part, stamped) for part in (pro, body, epi))
+    in_flight = plan.in_flight()
+    pro, body, epi = (_stamp_all(part, stamped, in_flight) for part in (pro, body, epi))
     new_loop = _with_loop_annotations(loop, {WS_OP_ID: graph.loop.id}, body=_seq(body))
     buffers = {b.name: b for b in block.alloc_buffers}
     schedule = T.WSSchedule(
@@ -156,12 +179,20 @@ def _bracket(entries: list[Any], pipes: list[Pipeline], touches, role_is_produce
 
 def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     pipes = [p for p in plan.pipelines if p.scope == "loop"]
+    waits = {waiter: _wait_id(gemm) for gemm, waiter in plan.in_flight().items()}
+    gemm_of = {_wait_id(gemm): gemm for gemm in plan.in_flight()}
+
+    def touches(entry: str, p: Pipeline) -> bool:  # a wait holds the in-flight gemm's buffers until it returns
+        return _touches(graph, gemm_of.get(entry, entry), p)
+
     bodies = {}
     for r in plan.roles:
-        ids = [a.stask for a in plan.program(r.name, graph, Placement.LOOP)]
+        ids = []
+        for a in plan.program(r.name, graph, Placement.LOOP):
+            ids += [waits[a.stask], a.stask] if a.stask in waits else [a.stask]
         producer = any(p.producer == r.name for p in pipes)
-        bodies[r.name] = _bracket(ids, pipes, lambda sid, p: _touches(graph, sid, p), producer,
-                                  lambda sid: plan.append_of(sid).stage)
+        bodies[r.name] = _bracket(ids, pipes, touches, producer,
+                                  lambda sid: plan.append_of(gemm_of.get(sid, sid)).stage)
     return bodies
 
 

@@ -159,6 +159,10 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     for e in graph.edges:
         edges_into.setdefault(e.dst, []).append(
             (e.src, graph.stask(e.src).placement, effective_distance(plan, graph, e), plan.append_of(e.src).role))
+    stage_of = {a.stask: a.stage for a in plan.appends}
+    for gemm, waiter in plan.in_flight().items():  # the waiter holds until the gemm of its own step completes
+        edges_into.setdefault(waiter, []).append(
+            (gemm, Placement.LOOP, stage_of[gemm] - stage_of[waiter], plan.append_of(gemm).role))
     events: list[Event] = []
     iter_done = [0.0] * iters
 
@@ -205,7 +209,10 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         done[(stream.name, t.id, it)] = end
         if steady_lo <= it < steady_hi:
             busy[a.seu] += per_server / len(pool)
-        stream.time = start + issue[a.seu] if issue[a.seu] is not None else end
+        if a.stask in in_flight:
+            stream.time = start + tc_issue
+        else:
+            stream.time = start + issue[a.seu] if issue[a.seu] is not None else end
         if it >= 0:
             iter_done[it] = max(iter_done[it], end)
         if trace:
@@ -214,6 +221,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     # TMA and cp.async run behind their issuer; TileLang 0.1.15 waits for each wgmma right after it
     # (warpgroup_wait<0>), so a tensor-core sTask holds its stream like a synchronous one.
     issue = {s.kind: (s.issue if s.is_async and s.kind != SEUKind.TENSOR_CORE else None) for s in vdev.eu.seus}
+    in_flight = plan.in_flight()  # gemms issued without a wait: their Wait step holds the waiter instead
+    tc_issue = vdev.eu.seu(SEUKind.TENSOR_CORE).issue
     sync_cost = _sync_costs(plan, graph)
     steady_lo, steady_hi = iters // 2, iters
     plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}

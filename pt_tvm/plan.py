@@ -163,6 +163,18 @@ class ExecutionPlan:
         except KeyError:
             raise KeyError(f"plan has no Append for sTask {stask!r}") from None
 
+    def in_flight(self) -> dict[str, str]:
+        """Asynchronous tensor-core sTasks: ``{gemm: waiter}`` for each same-role Wait on a tensor-core sTask.
+
+        Such a gemm is issued without waiting (its wgmma stays in flight) and completes
+        before ``waiter`` starts; the sTasks between them overlap it.
+        """
+        role_of = {a.stask: a.role for a in self.appends}
+        seu_of = {a.stask: a.seu for a in self.appends}
+        return {o: w.stask for w in self.waits for o in w.on
+                if o in role_of and w.stask in role_of and role_of[o] == role_of[w.stask]
+                and seu_of[o] == SEUKind.TENSOR_CORE}
+
     def role(self, name: str) -> Role:
         for r in self.roles:
             if r.name == name:
@@ -204,6 +216,7 @@ class ExecutionPlan:
         if not broken:
             out += _check_deadlock(self, graph)
         out += _check_waits(self, graph)
+        out += _check_in_flight(self, graph)
         if self.style == Style.WARP_SPECIALIZED:
             out += _check_ws_structure(self, graph, vdev)
         out += _check_resources(self, graph, vdev)
@@ -415,6 +428,30 @@ def _check_waits(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
             if e.kind == DepKind.RAW and role_of[e.src] != role_of[e.dst] and (e.dst, e.src) not in waited]
 
 
+def _check_in_flight(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """An in-flight gemm comes before its waiter in the role's loop program, and nothing issued
+    between them touches what the gemm reads or writes (its operands stay live, its accumulator busy)."""
+    out = []
+    for gemm, waiter in plan.in_flight().items():
+        g = graph.stask(gemm)
+        if g.placement != Placement.LOOP or graph.stask(waiter).placement != Placement.LOOP:
+            out.append(Violation("wait", f"in-flight gemm {gemm} and its waiter {waiter} must both be in the loop"))
+            continue
+        order = [a.stask for a in plan.program(plan.append_of(gemm).role, graph, Placement.LOOP)]
+        i, j = order.index(gemm), order.index(waiter)
+        if j <= i:
+            out.append(Violation("wait", f"{waiter} waits for in-flight gemm {gemm} but runs before it"))
+            continue
+        busy = g.read_buffers() | g.write_buffers()
+        for mid in order[i + 1:j]:
+            t = graph.stask(mid)
+            clash = (t.write_buffers() & busy) | (t.read_buffers() & g.write_buffers())
+            if clash and t.seu != SEUKind.TENSOR_CORE:
+                out.append(Violation("dependence", f"{mid} touches {', '.join(sorted(clash))} while gemm {gemm} "
+                                     f"is still in flight (its Wait is at {waiter})"))
+    return out
+
+
 def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """What MaterializeWSSchedule can express: warpgroup-aligned roles, stages only through pipeline spans."""
     out = []
@@ -465,6 +502,9 @@ def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
 def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """What TileLang 0.1.15 cannot lower: a cp.async software pipeline over a run-time trip count
     (its wait-group count becomes a run-time expression that codegen rejects)."""
+    if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
+        return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
+                          f"(T.Pipelined order/stage cannot place their waits)")]
     runtime_trips = not graph.loop.extent.isdigit()
     if plan.style == Style.SOFTWARE_PIPELINE and "cp_async" in vdev.features and runtime_trips \
             and any(a.stage for a in plan.appends):

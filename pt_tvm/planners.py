@@ -23,7 +23,8 @@ from .graph import DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .plan import Append, ExecutionPlan, Pipeline, Role, Style, Wait
 
-__all__ = ["Priority", "is_load", "warp_specialized", "software_pipelined", "order_role", "consumer_nreg"]
+__all__ = ["Priority", "is_load", "warp_specialized", "software_pipelined", "order_role", "consumer_nreg",
+           "in_flight_variants"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -173,3 +174,28 @@ def software_pipelined(graph: STaskGraph, vdev: VDevice, *, num_stages: int, thr
              for t in (*graph.placed(Placement.PROLOGUE), *order, *graph.placed(Placement.EPILOGUE))]
     return ExecutionPlan(graph=graph.name, target=vdev.name, style=Style.SOFTWARE_PIPELINE, roles=roles,
                          steps=tuple(steps), pipelines=tuple(pipes), num_stages=num_stages, tile=dict(tile or {}))
+
+
+def in_flight_variants(plan: ExecutionPlan, graph: STaskGraph) -> list[ExecutionPlan]:
+    """The plan with a tensor-core sTask kept in flight: issued without waiting, with a Wait placed
+    at the first later sTask of its role that touches its operands or accumulator.
+
+    Only where at least one sTask can overlap it (the paper's Wait primitive on an asynchronous sEU).
+    """
+    out = []
+    for role in plan.roles:
+        order = plan.program(role.name, graph, Placement.LOOP)
+        for i, a in enumerate(order):
+            if a.seu != SEUKind.TENSOR_CORE or a.stask in plan.in_flight():
+                continue
+            g = graph.stask(a.stask)
+            busy = g.read_buffers() | g.write_buffers()
+            waiter = next((b for b in order[i + 1:] if graph.stask(b.stask).seu == SEUKind.TENSOR_CORE
+                           or (graph.stask(b.stask).write_buffers() & busy)
+                           or (graph.stask(b.stask).read_buffers() & g.write_buffers())), None)
+            if waiter is None or waiter is order[i + 1] or graph.stask(waiter.stask).seu == SEUKind.TENSOR_CORE:
+                continue  # nothing would overlap it (or the next gemm's implicit wait drains it anyway)
+            out.append(ExecutionPlan(plan.graph, plan.target, plan.style, plan.roles,
+                                     (*plan.steps, Wait(waiter.stask, (a.stask,))), plan.pipelines,
+                                     plan.num_stages, plan.tile))
+    return out

@@ -22,7 +22,7 @@ from .cost import Calibration, Estimate, estimate
 from .graph import OpKind, Placement, STaskGraph
 from .hw import SEUKind, VDevice
 from .plan import Append, ExecutionPlan, PlanError, Style
-from .planners import Priority, is_load, software_pipelined, warp_specialized
+from .planners import Priority, in_flight_variants, is_load, software_pipelined, warp_specialized
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "search_graph", "search", "NoValidPlan"]
 
@@ -176,11 +176,17 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
         cfg = (c.plan.roles, c.plan.pipelines, tuple(a.stage for a in c.plan.appends))
         if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
             best_by_config[cfg] = c
+    keep_in_flight = "warp_specialization" in vdev.features  # warp-specialized plans emit explicit wgmma waits
     for c in list(best_by_config.values()):
         for role in c.plan.roles:
             order = c.plan.program(role.name, graph, Placement.LOOP)
             for moved in _async_moves(order, graph, vdev):
-                consider(_reordered(c.plan, role.name, graph, moved), c.note.rsplit(",", 1)[0] + ", async sTask moved")
+                plan = _reordered(c.plan, role.name, graph, moved)
+                note = c.note.rsplit(",", 1)[0] + ", async sTask moved"
+                consider(plan, note)
+                if keep_in_flight:  # and with a wgmma kept in flight where later sTasks can overlap it
+                    for variant in in_flight_variants(plan, graph):
+                        consider(variant, f"{note}, {next(iter(variant.in_flight()))} in flight")
     out.sort(key=lambda c: (c.seconds, c.note))
     return out
 
