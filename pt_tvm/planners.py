@@ -176,19 +176,27 @@ def software_pipelined(graph: STaskGraph, vdev: VDevice, *, num_stages: int, thr
                          steps=tuple(steps), pipelines=tuple(pipes), num_stages=num_stages, tile=dict(tile or {}))
 
 
+# A gemm whose A operand comes from registers (wgmma RS, e.g. FlashAttention's P @ V) is not kept
+# in flight: measured on one H200 (benchmarks/results/2026-11-22-h200-inflight.json), every such
+# plan ran 2-8% slower than the same plan with the gemm synchronous, while keeping a shared-operand
+# (SS) gemm in flight ran up to 8% faster (FlashAttention D64). The cost model does not capture
+# what pins the register operand, so the search does not offer the losing variant.
+
+
 def in_flight_variants(plan: ExecutionPlan, graph: STaskGraph) -> list[ExecutionPlan]:
     """The plan with a tensor-core sTask kept in flight: issued without waiting, with a Wait placed
     at the first later sTask of its role that touches its operands or accumulator.
 
-    Only where at least one sTask can overlap it (the paper's Wait primitive on an asynchronous sEU).
+    Only where at least one sTask can overlap it (the paper's Wait primitive on an asynchronous sEU),
+    and only for gemms with both operands in shared memory (see the note above).
     """
     out = []
     for role in plan.roles:
         order = plan.program(role.name, graph, Placement.LOOP)
         for i, a in enumerate(order):
-            if a.seu != SEUKind.TENSOR_CORE or a.stask in plan.in_flight():
-                continue
             g = graph.stask(a.stask)
+            if a.seu != SEUKind.TENSOR_CORE or a.stask in plan.in_flight() or g.attrs.get("a_scope") != "shared":
+                continue  # register-operand gemms stay synchronous (see the note above)
             busy = g.read_buffers() | g.write_buffers()
             waiter = next((b for b in order[i + 1:] if graph.stask(b.stask).seu == SEUKind.TENSOR_CORE
                            or (graph.stask(b.stask).write_buffers() & busy)
