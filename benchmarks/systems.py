@@ -59,7 +59,6 @@ def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any, **_: An
 
 def _sdpa(backend_name: str) -> Callable:
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-        import torch
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
 

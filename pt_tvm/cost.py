@@ -21,9 +21,9 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
-from .graph import DepKind, OpKind, Placement, STask, STaskGraph
+from .graph import OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .plan import Append, ExecutionPlan, Style, effective_distance, register_estimate, shared_bytes
 

@@ -15,13 +15,13 @@ import itertools
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
 
 from .cost import Calibration, Estimate, estimate
-from .graph import OpKind, Placement, STaskGraph
+from .graph import Placement, STaskGraph
 from .hw import SEUKind, VDevice
-from .plan import Append, ExecutionPlan, PlanError, Style
+from .plan import Append, ExecutionPlan, PlanError
 from .planners import Priority, in_flight_variants, is_load, software_pipelined, warp_specialized
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "search_graph", "search", "NoValidPlan"]

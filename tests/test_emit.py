@@ -5,11 +5,9 @@ different code. sm_90a: the plan's roles (setmaxnreg), pipelines (mbarrier waits
 Also the passes inside a user's tvm.transform.Sequential, and the fallback for unknown targets."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import warnings
 from dataclasses import replace
 
 import pytest
@@ -27,17 +25,12 @@ from pt_tvm.planners import Priority, software_pipelined, warp_specialized
 from pt_tvm.search import SearchSpace, search
 from pt_tvm.templates import get
 
+from _util import built
+
 SMALL_GEMM = {"M": 512, "N": 512, "K": 512, "block_M": 64, "block_N": 64, "block_K": 32}
 SMALL_FA = {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len": 512}
 SPACE = SearchSpace(random_orders=1)
-_funcs: dict = {}
-
-
-def _func(template: str, **params):
-    key = (template, tuple(sorted(params.items())))
-    if key not in _funcs:
-        _funcs[key] = get(template).build(**params)
-    return _funcs[key]
+_func = built
 
 
 def _lower(func, target: str, pass_configs=None) -> str:

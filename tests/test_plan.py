@@ -14,7 +14,8 @@ from pt_tvm import hw
 from pt_tvm.plan import Append, ExecutionPlan, PlanError, Style, shared_bytes
 from pt_tvm.planners import Priority, warp_specialized
 from pt_tvm.search import NoValidPlan, SearchSpace, search
-from pt_tvm.templates import get
+
+from _util import built
 
 TARGETS = ("h100", "a100", "mi300x")
 SMALL_FA = {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len": 512}
@@ -36,14 +37,7 @@ TILE_MI300 = {"gemm": {"block_M": 64, "block_N": 64, "block_K": 32},
               "flash_attention": {"block_M": 64, "block_N": 64, "threads": 128}}
 SPACE = SearchSpace(random_orders=1)
 
-_funcs: dict = {}
-
-
-def _func(template: str, **params):
-    key = (template, tuple(sorted(params.items())))
-    if key not in _funcs:
-        _funcs[key] = get(template).build(**params)
-    return _funcs[key]
+_func = built
 
 
 def _tile(variant: str, target: str) -> dict:
