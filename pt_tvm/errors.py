@@ -3,15 +3,16 @@ from __future__ import annotations
 
 from .graph import GraphError
 from .hw import HardwareError
+from .plan import PlanError
 
 __all__ = ["USER_ERRORS"]
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from pt_tvm.passes import ExtractionError
+    from pt_tvm.passes import ExtractionError, ScheduleMismatch
     from pt_tvm.templates import TemplateError
 
-    return (HardwareError, GraphError, ExtractionError, TemplateError)
+    return (HardwareError, GraphError, ExtractionError, TemplateError, PlanError, ScheduleMismatch)
 
 
 USER_ERRORS = _user_errors()

@@ -89,3 +89,13 @@ def test_schedule_rejects_bad_input_in_one_line(tmp_path, capsys):
     assert err.startswith("pt-tvm: error: ") and len(err.strip().splitlines()) == 1
     rc, out, err = _schedule(["gemm", "--target", "tpu9"], capsys)
     assert rc == 2 and "unknown chip 'tpu9'" in err
+
+
+def test_schedule_reports_a_shape_no_plan_fits_in_one_line(capsys):
+    """FlashAttention D256 needs more than MI300X's 64 KB of LDS for any tile: a clear error, exit 2."""
+    from pt_tvm.cli import main
+
+    assert main(["schedule", "flash_attention", "--target", "mi300x", "--param", "dim=256",
+                 "--param", "seq_len=1024", "--param", "batch=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pt-tvm: error: plan rejected") and "shared_memory" in err and "Traceback" not in err
