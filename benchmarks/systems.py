@@ -14,13 +14,6 @@ from typing import Any, Callable, Mapping
 __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
 
 
-def _tilelang_kernel(template: Any, func: Any, vdev: Any) -> Callable:
-    import tilelang
-
-    return tilelang.compile(func, out_idx=list(template.out_idx), target=vdev.tvm_target(),
-                            pass_configs=dict(template.pass_configs))
-
-
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
             **_: Any) -> tuple[Callable, dict]:
     """Cost-model search, then the best ``tune_top_k`` plans (default 8) measured on this GPU (pt_tvm.tune).
@@ -46,7 +39,7 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any
     from pt_tvm.compiler import schedule_template
 
     result, _, build = schedule_template(template.name, vdev, params=problem)
-    return _tilelang_kernel(template, build(), vdev), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
+    return template.compile(build(), vdev.tvm_target()), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
                                                       "search_s": round(result.seconds, 3),
                                                       "predicted_ms": result.best.seconds * 1e3,
                                                       "plan_json": result.best.plan.to_dict()}
@@ -54,7 +47,7 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any
 
 def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """The same template with TileLang's own schedule: ``T.Pipelined(num_stages=2)``, default tile."""
-    return _tilelang_kernel(template, template.build(num_stages=2, **problem), vdev), {"tile": dict(template.tile)}
+    return template.compile(template.build(num_stages=2, **problem), vdev.tvm_target()), {"tile": dict(template.tile)}
 
 
 def _sdpa(backend_name: str) -> Callable:

@@ -72,7 +72,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
     from . import cost, hw, templates
-    from .compiler import schedule_template
+    from .compiler import lower_planned, schedule_template
     from .search import SearchSpace
     from .timeline import plot_timeline, text_timeline
 
@@ -93,7 +93,7 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "plan.json"), "w") as f:
         f.write(best.plan.to_json())
-    art = _lower_applied(build(), vdev, template.pass_configs)
+    art = lower_planned(build(), vdev.tvm_target(), template.pass_configs)
     ext = "cu" if vdev.target_kind == "cuda" else "hip"
     with open(os.path.join(out, f"kernel.{ext}"), "w") as f:
         f.write(art.kernel_source)
@@ -102,15 +102,6 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
         plot_timeline(traced, args.plot, f"{args.template} on {vdev.name}: {best.note}")
         print(f"wrote {args.plot}")
     return 0
-
-
-def _lower_applied(func, vdev, pass_configs):
-    """TileLang lowering of a PrimFunc that already carries its plan."""
-    import tilelang
-
-    target = vdev.tvm_target()
-    with tilelang.transform.PassContext(config=dict(pass_configs)), target:
-        return tilelang.lower(func, target=target)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from .cost import Calibration, load_calibration
 from .plan import ExecutionPlan
 from .search import SearchResult, SearchSpace, search
 
-__all__ = ["schedule", "schedule_template", "lower", "compile", "FallbackWarning"]
+__all__ = ["schedule", "schedule_template", "lower", "lower_planned", "compile", "FallbackWarning"]
 
 
 class FallbackWarning(UserWarning):
@@ -126,11 +126,9 @@ def _plan_for(func: Any, vdev: hw.VDevice, plan: ExecutionPlan | None, **search_
 def lower(func: Any, target: Any, plan: ExecutionPlan | None = None, *,
           pass_configs: Mapping[str, Any] | None = None, **search_kw: Any) -> Any:
     """``tilelang.lower`` of ``func`` with ``plan`` (searched when None) applied; works without a GPU."""
-    import tilelang
+    from tilelang import tvm
 
     from .passes import apply_plan
-
-    from tilelang import tvm
 
     vdev = _vdevice(target)
     tvm_target = vdev.tvm_target() if vdev else target
@@ -138,8 +136,15 @@ def lower(func: Any, target: Any, plan: ExecutionPlan | None = None, *,
         tvm_target = tvm.target.Target(tvm_target)
     if vdev is not None:
         func = apply_plan(func, _plan_for(func, vdev, plan, **search_kw))
-    with tilelang.transform.PassContext(config=dict(pass_configs or {})), tvm_target:
-        return tilelang.lower(func, target=tvm_target)
+    return lower_planned(func, tvm_target, pass_configs)
+
+
+def lower_planned(func: Any, target: Any, pass_configs: Mapping[str, Any] | None = None) -> Any:
+    """``tilelang.lower`` of a PrimFunc that already carries its plan (or TileLang's own schedule)."""
+    import tilelang
+
+    with tilelang.transform.PassContext(config=dict(pass_configs or {})), target:
+        return tilelang.lower(func, target=target)
 
 
 def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,

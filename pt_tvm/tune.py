@@ -123,13 +123,6 @@ def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
     return out
 
 
-def _compile(template: Any, func: Any, vdev: hw.VDevice) -> Callable:
-    import tilelang
-
-    return tilelang.compile(func, out_idx=list(template.out_idx), target=vdev.tvm_target(),
-                            pass_configs=dict(template.pass_configs))
-
-
 def _warm(job: tuple) -> str:
     """Worker: rebuild one candidate from its JSON plan and compile it (fills TileLang's kernel cache)."""
     name, problem, tile, plan_json, vdev_name = job
@@ -140,7 +133,7 @@ def _warm(job: tuple) -> str:
     template = templates.get(name)
     try:
         func = apply_plan(template.build(**problem, **tile), ExecutionPlan.from_json(plan_json))
-        _compile(template, func, hw.get(vdev_name))
+        template.compile(func, hw.get(vdev_name).tvm_target())
         return ""
     except Exception as e:  # reported by the in-process compile that follows
         return f"{type(e).__name__}: {e}"
@@ -183,7 +176,7 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     kernels: dict[int, Callable] = {}
     for c in cands:
         try:
-            kernel = _compile(template, build(c), vdev)
+            kernel = template.compile(build(c), vdev.tvm_target())
             out = kernel(*check)
             out = out[0] if isinstance(out, (tuple, list)) else out
             err = rel_err(out.reshape(ref.shape), ref)

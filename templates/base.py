@@ -81,6 +81,12 @@ class Template:
         problem, tile = self.resolve(**overrides)
         return self.builder(**problem, **tile, num_stages=num_stages)
 
+    def compile(self, func: Any, target: Any) -> Any:
+        """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs."""
+        import tilelang
+
+        return tilelang.compile(func, out_idx=list(self.out_idx), target=target, pass_configs=dict(self.pass_configs))
+
 
 def _coerce(template: str, key: str, default: Any, value: Any) -> Any:
     """Parse CLI strings into the type of the default value."""
