@@ -3,6 +3,7 @@
   run          measure a suite on the local GPU (or ``--dry-run`` on a CPU) and write its JSON
   list         print a suite's configs without running anything
   report       table.md and PNG bar charts from a run JSON
+  merge        one run JSON from the shards of a run (``run --shard I/N`` on N GPUs)
   compare      exit 1 when a run is slower than a baseline beyond a threshold or a row turned invalid
   bench        run, then compare with ``--compare BASELINE.json`` (also ``pt-tvm bench``)
   search-time  pt-tvm's search time per template/config on the CPU, beside published figures
@@ -14,6 +15,7 @@ import datetime
 import os
 import shlex
 import sys
+import time
 from typing import Any, Sequence
 
 __all__ = ["main", "build_parser", "add_run_arguments", "add_compare_options", "cmd_run", "cmd_bench"]
@@ -55,7 +57,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                                     "(default: the local GPU; h100 for a dry run without one)")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: resolve configs, run pt-tvm's search and tilelang.lower on the CPU; ms stays null")
-    p.add_argument("--workers", type=int, default=0, help="parallel compile processes (default min(8, cores))")
+    p.add_argument("--workers", type=int, default=0, help="parallel compile processes (default: the cores)")
+    p.add_argument("--shard", type=_shard, metavar="I/N",
+                   help="only every N-th config starting at the I-th (0-based): run N shards on N GPUs "
+                        "at once (CUDA_VISIBLE_DEVICES), then `merge` their JSONs")
+    p.add_argument("--rep-ms", type=float, default=1000.0, metavar="MS",
+                   help="timing per system and config, split into 5 interleaved rounds (default 1000)")
 
 
 def add_compare_options(p: argparse.ArgumentParser) -> None:
@@ -64,12 +71,27 @@ def add_compare_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-systems", action="store_true", help="check every system, not only pt-tvm")
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """``I/N`` with 0 <= I < N."""
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard wants I/N (e.g. 0/2), got {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {text}: need 0 <= I < N")
+    return i, n
+
+
 def _configs(args: argparse.Namespace) -> list:
     from .configs import filter_systems, subsample, suite_configs
 
     configs = filter_systems(suite_configs(args.suite), args.systems.split(",") if args.systems else None)
     limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
-    return subsample(configs, limit)
+    configs = subsample(configs, limit)
+    if getattr(args, "shard", None):
+        i, n = args.shard
+        configs = configs[i::n]
+    return configs
 
 
 def _vdev(args: argparse.Namespace) -> tuple[Any, str]:
@@ -115,7 +137,9 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     head = header(_command(args), device)
     head.update(suite=args.suite, target=vdev.name, dry_run=bool(args.dry_run), configs=len(configs),
                 systems=sorted({s for c in configs for s in c.systems}),
-                tune_top_k=args.tune_top_k)  # None: pt_tvm.tune's default
+                tune_top_k=args.tune_top_k,  # None: pt_tvm.tune's default
+                shard="/".join(map(str, args.shard)) if getattr(args, "shard", None) else None)
+    t0 = time.perf_counter()
     print(f"{args.suite}: {len(configs)} configs on {device} (model {vdev.name})"
           + (" -- dry run" if args.dry_run else ""), flush=True)
     if args.dry_run:
@@ -125,7 +149,9 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     else:
         from .suite import run_configs
 
-        rows = run_configs(configs, vdev, workers=args.workers, system_options=options)
+        rows = run_configs(configs, vdev, workers=args.workers, system_options=options,
+                           rep_ms=getattr(args, "rep_ms", 1000.0))
+    head["wall_s"] = round(time.perf_counter() - t0, 1)
     name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
     out = args.out or os.path.join(RESULTS_DIR, name)
     write_run(out, head, rows)
@@ -196,6 +222,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return _print_comparison(args.run, args.baseline, args)
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .report import merge_runs
+    from .suite import write_run
+
+    try:
+        head, rows = merge_runs(args.runs)
+    except (OSError, ValueError) as e:
+        print(f"benchmarks merge: {e}", file=sys.stderr)
+        return 2
+    write_run(args.out, head, rows)
+    print(f"wrote {args.out}: {len(rows)} rows from {len(args.runs)} runs")
+    return 0
+
+
 def _cmd_search_time(args: argparse.Namespace) -> int:
     from pt_tvm import hw
 
@@ -243,6 +283,11 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True, metavar="DIR")
     p.add_argument("--system", default="pt-tvm", help="the system whose ratios are tabulated (default pt-tvm)")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("merge", help="one run JSON from several (the shards of one suite run on several GPUs)")
+    p.add_argument("runs", nargs="+", metavar="RUN.json")
+    p.add_argument("--out", required=True, metavar="FILE")
+    p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("compare", help="exit 1 when RUN regressed against BASELINE (slower or invalid)")
     p.add_argument("run", metavar="RUN.json")

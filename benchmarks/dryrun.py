@@ -57,12 +57,9 @@ def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = sys.stdo
     """One row per (config, system), as :func:`benchmarks.suite.run_configs` writes them, without a GPU."""
     from pt_tvm import templates
 
-    import inspect
+    from pt_tvm.tune import DEFAULT_TOP_K
 
-    from pt_tvm.tune import tune_template
-
-    default_k = inspect.signature(tune_template).parameters["top_k"].default
-    top_k = int((system_options or {}).get("tune_top_k") or default_k)
+    top_k = int((system_options or {}).get("tune_top_k") or DEFAULT_TOP_K)
     rows = []
     for cfg in configs:
         template = templates.get(cfg.kernel)

@@ -15,7 +15,7 @@ import os
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["load_run", "config_key", "config_label", "is_peer", "best_peer", "geomean", "markdown",
+__all__ = ["load_run", "merge_runs", "config_key", "config_label", "is_peer", "best_peer", "geomean", "markdown",
            "plot", "write_report", "summary_lines"]
 
 SUBJECT = "pt-tvm"
@@ -29,6 +29,36 @@ def load_run(path: str) -> dict:
         raise ValueError(f"{path}: not a benchmark run (expected an object with a 'rows' list)")
     run.setdefault("header", {})
     return run
+
+
+_PART_KEYS = ("date", "command", "shard", "wall_s", "configs")
+
+
+def merge_runs(paths: Sequence[str]) -> tuple[dict, list]:
+    """(header, rows) of one run made of several (the shards of a suite run on the GPUs of one machine).
+
+    The runs must come from one device model and one commit; a (kernel, config, system) measured
+    twice is an error. The header keeps the shared provenance and lists each part's own under ``parts``.
+    """
+    runs = [load_run(p) for p in paths]
+    heads = [r["header"] for r in runs]
+    for key in ("device", "git_commit", "tilelang", "torch", "dry_run"):
+        values = {str(h.get(key)) for h in heads}
+        if len(values) > 1:
+            raise ValueError(f"runs differ in {key} ({', '.join(sorted(values))}): merge only shards of one run")
+    rows, seen = [], set()
+    for path, run in zip(paths, runs):
+        for row in run["rows"]:
+            key = (config_key(row), row["system"])
+            if key in seen:
+                raise ValueError(f"{path}: {row['kernel']} {config_label(row)} {row['system']} is in two runs")
+            seen.add(key)
+            rows.append(row)
+    head = {k: v for k, v in heads[0].items() if k not in _PART_KEYS}
+    head.update(configs=sum(h.get("configs") or 0 for h in heads),
+                parts=[{k: h.get(k) for k in _PART_KEYS} for h in heads],
+                systems=sorted({s for h in heads for s in h.get("systems", [])}))
+    return head, rows
 
 
 def config_key(row: Mapping[str, Any]) -> str:
@@ -169,6 +199,9 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
     lines = ["# Benchmark results", ""]
     keys = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "git_commit", "date", "command")
     lines += [f"- {k}: `{head[k]}`" for k in keys if k in head]
+    for part in head.get("parts", []):  # a merged run: each shard's own provenance
+        lines.append(f"- part ({part.get('shard') or 'whole'}, {part.get('wall_s')} s, {part.get('date')}): "
+                     f"`{part.get('command')}`")
     if any(r.get("dry_run") for r in rows):
         lines.append("- **dry run**: nothing was timed (CPU search and lowering only)")
     lines += ["", "## Summary", ""] + [f"- {s}" for s in summary_lines(rows, subject)] + [""]

@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -80,17 +81,28 @@ def _warm(args: tuple) -> str:
     return info.get("error", "ok")
 
 
-def precompile(configs: Sequence[Config], vdev: Any, workers: int) -> None:
-    """Compile every TileLang kernel of the run in parallel processes so the timed process hits the cache."""
+def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: int | None = None) -> bool:
+    """Compile every TileLang kernel of the run in parallel processes so the timed process only loads them:
+    the systems of ``_COMPILED`` and the plans pt-tvm's measured refinement will try (searched in the
+    workers too). Returns whether it ran (it does not for one worker or one job)."""
     import concurrent.futures
     import multiprocessing
 
+    from pt_tvm import tune
+
     jobs = [(s, c.kernel, dict(c.problem), vdev.name) for c in configs for s in c.systems if s in _COMPILED]
-    if workers <= 1 or len(jobs) <= 1:
-        return
+    top_k = tune_top_k or tune.DEFAULT_TOP_K
+    searches = [(c.kernel, dict(c.problem), vdev.name, top_k) for c in configs if "pt-tvm" in c.systems]
+    if workers <= 1 or len(jobs) + len(searches) <= 1:
+        return False
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        list(pool.map(_warm, jobs))
+        plans = pool.map(tune.search_jobs, searches)
+        builds = [pool.submit(_warm, j) for j in jobs]
+        unique = {json.dumps(j, sort_keys=True): j for js in plans for j in js}
+        list(pool.map(tune.compile_one, unique.values()))
+        concurrent.futures.wait(builds)
+    return True
 
 
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
@@ -105,7 +117,9 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
     from pt_tvm import templates
 
     configs = list(configs)
-    precompile(configs, vdev, workers or min(8, os.cpu_count() or 1))
+    options = dict(system_options or {})
+    if precompile(configs, vdev, workers or os.cpu_count() or 1, options.get("tune_top_k")):
+        options["tune_workers"] = 1  # pt-tvm's candidates are in the kernel cache: load them in this process
     rows = []
     for cfg in configs:
         template = templates.get(cfg.kernel)
@@ -127,13 +141,15 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
                    "ms": None, "tflops": None, "rel_err": None, "valid": False}
             if cfg.note:
                 row["note"] = cfg.note
-            fn, info = build_system(system, template, problem, vdev, **dict(system_options or {}))
+            t0 = time.perf_counter()
+            fn, info = build_system(system, template, problem, vdev, **options)
             row.update(info)
             if fn is not None:
                 try:
                     out = fn(*check_inputs)
                     out = out[0] if isinstance(out, (tuple, list)) else out
                     torch.cuda.synchronize()
+                    row["build_s"] = round(time.perf_counter() - t0, 2)  # incl. a first call (torch.compile's compile)
                     err = rel_err(out.reshape(ref.shape), ref)
                     row["rel_err"] = err if math.isfinite(err) else "inf"
                     row["valid"] = err <= tol

@@ -15,15 +15,18 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
 
 
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
-            **_: Any) -> tuple[Callable, dict]:
+            tune_workers: int | None = None, **_: Any) -> tuple[Callable, dict]:
     """Cost-model search, then the best ``tune_top_k`` plans (default 8) measured on this GPU (pt_tvm.tune).
 
-    ``tune_top_k=1`` measures only the model's first choice (no refinement).
+    ``tune_top_k=1`` measures only the model's first choice (no refinement); ``tune_workers=1``
+    compiles the candidates in this process (the suite's precompile step has cached them).
     """
     from pt_tvm.tune import tune_template
 
     t0 = time.perf_counter()
     kw = {"top_k": int(tune_top_k)} if tune_top_k else {}
+    if tune_workers:
+        kw["workers"] = int(tune_workers)
     tr = tune_template(template.name, vdev, params=problem, **kw)
     best = tr.best.candidate
     return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),

@@ -18,7 +18,10 @@ from . import hw
 from .graph import Placement
 from .search import Candidate, SearchResult, SearchSpace
 
-__all__ = ["Measured", "TuneResult", "diverse_top", "tune_template", "report"]
+__all__ = ["Measured", "TuneResult", "diverse_top", "compile_jobs", "search_jobs", "compile_one", "warm", "tune_template", "report",
+           "DEFAULT_TOP_K"]
+
+DEFAULT_TOP_K = 8  # plans measured per kernel unless told otherwise
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,23 @@ def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
     return out
 
 
-def _warm(job: tuple) -> str:
+def compile_jobs(name: str, problem: Mapping[str, Any], vdev: hw.VDevice, cands: Any) -> list[tuple]:
+    """Picklable jobs that compile the given candidates of template ``name`` (see :func:`warm`)."""
+    return [(name, dict(problem), dict(c.plan.tile), c.plan.to_json(), vdev.name) for c in cands]
+
+
+def search_jobs(job: tuple) -> list[tuple]:
+    """Worker: search ``(name, params, vdev_name, top_k)`` and return the compile jobs of the plans
+    :func:`tune_template` would measure (the search is deterministic, so they are the same plans)."""
+    from .compiler import schedule_template
+
+    name, params, vdev_name, top_k = job
+    vdev = hw.get(vdev_name)
+    result, problem, _ = schedule_template(name, vdev, params=params)
+    return compile_jobs(name, problem, vdev, diverse_top(result, top_k))
+
+
+def compile_one(job: tuple) -> str:
     """Worker: rebuild one candidate from its JSON plan and compile it (fills TileLang's kernel cache)."""
     name, problem, tile, plan_json, vdev_name = job
     from . import templates
@@ -139,10 +158,22 @@ def _warm(job: tuple) -> str:
         return f"{type(e).__name__}: {e}"
 
 
-def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = 8,
+def warm(jobs: list[tuple], workers: int) -> list[str]:
+    """Compile jobs in ``workers`` spawned processes (one error string per job, "" when it compiled)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [compile_one(j) for j in jobs]
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(compile_one, jobs))
+
+
+def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = DEFAULT_TOP_K,
                   workers: int | None = None, space: SearchSpace = SearchSpace(), seed: int = 0,
                   warmup_ms: float = 50.0, rep_ms: float = 500.0) -> TuneResult:
     """Search, then measure the ``top_k`` diverse best-predicted plans on the local GPU and keep the fastest.
+
+    The candidates compile in ``workers`` processes first (default: one per candidate, up to the
+    cores); ``workers=1`` compiles them here, one by one (a caller that warmed TileLang's kernel
+    cache with :func:`search_jobs` and :func:`warm` then only loads them).
 
     Candidates are timed in alternating rounds (``pt_tvm.measure.time_interleaved``), so drift
     during the run cannot favour one of them.
@@ -157,11 +188,9 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     template = templates.get(name)
     result, problem, build = schedule_template(name, vdev, params=params, space=space, seed=seed)
     cands = diverse_top(result, top_k)
-    jobs = [(name, dict(problem), dict(c.plan.tile), c.plan.to_json(), vdev.name) for c in cands]
-    workers = workers or min(len(jobs), os.cpu_count() or 1)
-    if workers > 1 and len(jobs) > 1:
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            list(pool.map(_warm, jobs))
+    if workers != 1:  # workers=1: the caller has compiled them already (or compiles in this process)
+        jobs = compile_jobs(name, problem, vdev, cands)
+        warm(jobs, workers or min(len(jobs), os.cpu_count() or 1))
 
     def make(seed_: int) -> tuple:
         return template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed_))

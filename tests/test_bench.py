@@ -337,3 +337,70 @@ def test_search_time_table_cites_without_inventing(tmp_path):
 
 if __name__ == "__main__":
     tilelang.testing.main()
+
+
+# --- shards and merging -------------------------------------------------------------------------------------------
+
+
+def test_shards_partition_the_suite(capsys):
+    bench_cli.main(["list", "--suite", "attention"])
+    whole = capsys.readouterr().out.splitlines()[:-1]
+    parts = []
+    for i in range(3):
+        bench_cli.main(["list", "--suite", "attention", "--shard", f"{i}/3"])
+        parts.append(capsys.readouterr().out.splitlines()[:-1])
+    assert sorted(whole) == sorted(line for p in parts for line in p)
+    assert all(abs(len(p) - len(whole) / 3) < 1 for p in parts)
+    for bad in ("3/3", "1", "a/b", "-1/2"):
+        with pytest.raises(SystemExit):
+            bench_cli.main(["list", "--suite", "attention", "--shard", bad])
+
+
+def _shard_runs(tmp_path) -> tuple[str, str, dict]:
+    run = _synthetic_run()
+    fa = {**run, "header": {**run["header"], "shard": "0/2", "wall_s": 10.0, "configs": 2},
+          "rows": [r for r in run["rows"] if r["kernel"] == "flash_attention"]}
+    gemm = {**run, "header": {**run["header"], "shard": "1/2", "wall_s": 5.0, "configs": 1,
+                              "date": "2026-01-01T00:01:00+00:00"},
+            "rows": [r for r in run["rows"] if r["kernel"] == "gemm"]}
+    return _write(tmp_path / "a.json", fa), _write(tmp_path / "b.json", gemm), run
+
+
+def test_merge_shards_then_report(tmp_path, capsys):
+    a, b, whole = _shard_runs(tmp_path)
+    out = tmp_path / "merged.json"
+    assert bench_cli.main(["merge", a, b, "--out", str(out)]) == 0
+    merged = _load(out)
+    assert sorted(json.dumps(r, sort_keys=True) for r in merged["rows"]) == \
+        sorted(json.dumps(r, sort_keys=True) for r in whole["rows"])
+    assert merged["header"]["configs"] == 3 and merged["header"]["device"] == whole["header"]["device"]
+    assert [p["shard"] for p in merged["header"]["parts"]] == ["0/2", "1/2"]
+    assert bench_cli.main(["report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
+    table = (tmp_path / "rep" / "table.md").read_text()
+    assert "part (0/2, 10.0 s" in table and "part (1/2, 5.0 s" in table
+
+
+def test_merge_refuses_mixed_devices_and_duplicates(tmp_path, capsys):
+    a, b, _ = _shard_runs(tmp_path)
+    other = _load(b)
+    other["header"]["device"] = "NVIDIA H200"
+    c = _write(tmp_path / "c.json", other)
+    assert bench_cli.main(["merge", a, c, "--out", str(tmp_path / "m.json")]) == 2
+    assert "differ in device" in capsys.readouterr().err
+    assert bench_cli.main(["merge", a, a, "--out", str(tmp_path / "m.json")]) == 2
+    assert "in two runs" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_precompile_jobs_are_the_plans_tuning_measures():
+    """The suite's precompile compiles exactly the plans tune_template will load (same search, same picks)."""
+    from pt_tvm import hw
+    from pt_tvm.compiler import schedule_template
+    from pt_tvm.tune import compile_jobs, diverse_top, search_jobs
+
+    vdev = hw.get("h100")
+    params = {"M": 2048, "N": 2048, "K": 2048}
+    jobs = search_jobs(("gemm", params, "h100", 3))
+    result, problem, _ = schedule_template("gemm", vdev, params=params)
+    assert jobs == compile_jobs("gemm", problem, vdev, diverse_top(result, 3))
+    assert len(jobs) == 3 and len({j[3] for j in jobs}) == 3
