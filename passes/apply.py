@@ -9,23 +9,25 @@ lowering and codegen.
 """
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Mapping
 
 import tilelang.language as T
 from tilelang import tvm
 from tvm import tirx
 
 from pt_tvm.graph import Placement, STaskGraph
-from pt_tvm.plan import ExecutionPlan, Pipeline, Style
+from pt_tvm.plan import ExecutionPlan, Pipeline, Style, emission_configs
 
 from .extract import extract_stask_graph
 from .ir import WS_OP_ID, find_root_block, is_pipelined, top_level
 
-__all__ = ["ApplyPipelineSchedule", "apply_plan", "ScheduleMismatch"]
+__all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "ScheduleMismatch"]
 
 _WS_SCHEDULE = "tl.ws_schedule"
 _WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
 _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
+_CONFIGS = "pt_tvm.pass_configs"  # PrimFunc attribute: TileLang pass configs the plan needs (JSON)
 
 
 class ScheduleMismatch(ValueError):
@@ -51,7 +53,19 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, graph: STaskGraph | Non
         new_block = _software_pipeline(block, plan, graph)
     body = tirx.stmt_functor.ir_transform(
         func.body, None, lambda n: new_block if n.same_as(block) else None, ["tirx.SBlock"])
-    return func.with_body(body, span=func.span)
+    func = func.with_body(body, span=func.span)
+    configs = emission_configs(plan, graph, vdev)
+    return func.with_attr(_CONFIGS, json.dumps(configs, sort_keys=True)) if configs else func
+
+
+def pass_configs(func: tirx.PrimFunc, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``base`` plus the pass configs that :func:`apply_plan` recorded on ``func`` (e.g. turning off
+    TileLang's warp specialization for a software-pipelined Hopper plan): lower and compile with these."""
+    configs = dict(base or {})
+    recorded = func.attrs.get(_CONFIGS) if func.attrs is not None else None
+    if recorded is not None:
+        configs.update(json.loads(str(recorded)))
+    return configs
 
 
 def ApplyPipelineSchedule(plan: ExecutionPlan) -> tvm.transform.Pass:

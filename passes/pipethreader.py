@@ -18,6 +18,9 @@ __all__ = ["PipeThreader"]
 def PipeThreader(target: Any = None, *, space: Any = None, seed: int = 0, cache: Any = None) -> tvm.transform.Pass:
     """Schedule every PrimFunc of the module: extract its sTask-graph, search a plan, write it in.
 
+    Lower or compile the result with :func:`pt_tvm.passes.pass_configs` of each function: some
+    plans need TileLang pass configs (a software-pipelined Hopper plan turns warp specialization off).
+
     Parameters
     ----------
     target : Target, dict or str, optional

@@ -143,7 +143,9 @@ def lower_planned(func: Any, target: Any, pass_configs: Mapping[str, Any] | None
     """``tilelang.lower`` of a PrimFunc that already carries its plan (or TileLang's own schedule)."""
     import tilelang
 
-    with tilelang.transform.PassContext(config=dict(pass_configs or {})), target:
+    from .passes import pass_configs as planned_configs
+
+    with tilelang.transform.PassContext(config=planned_configs(func, pass_configs)), target:
         return tilelang.lower(func, target=target)
 
 
@@ -158,6 +160,7 @@ def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
     import tilelang
 
     from .passes import apply_plan
+    from .passes import pass_configs as planned_configs
 
     if target is None:
         from tilelang import tvm
@@ -167,4 +170,5 @@ def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
     if vdev is not None:
         func = apply_plan(func, _plan_for(func, vdev, plan, **search_kw))
     return tilelang.compile(func, out_idx=list(out_idx) if isinstance(out_idx, Sequence) else out_idx,
-                            target=vdev.tvm_target() if vdev else target, pass_configs=dict(pass_configs or {}))
+                            target=vdev.tvm_target() if vdev else target,
+                            pass_configs=planned_configs(func, pass_configs))

@@ -251,7 +251,7 @@ _HOPPER_EU = EU(
     reg_alloc_granularity=8,
     min_regs_per_thread=24,  # setmaxnreg accepts 24..256 (PTX ISA 8.x)
 )
-_HOPPER = frozenset({"warp_specialization", "software_pipeline", "tma", "wgmma", "setmaxnreg"})
+_HOPPER = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg"})
 
 H100 = VDevice(
     name="h100",

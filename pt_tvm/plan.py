@@ -500,17 +500,29 @@ def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
 
 
 def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
-    """What TileLang 0.1.15 cannot lower: a cp.async software pipeline over a run-time trip count
-    (its wait-group count becomes a run-time expression that codegen rejects)."""
+    """What TileLang 0.1.15 cannot lower from a plan."""
     if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
         return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
                           f"(T.Pipelined order/stage cannot place their waits)")]
-    runtime_trips = not graph.loop.extent.isdigit()
-    if plan.style == Style.SOFTWARE_PIPELINE and "cp_async" in vdev.features and runtime_trips \
-            and any(a.stage for a in plan.appends):
-        return [Violation("emission", f"TileLang 0.1.15 cannot software-pipeline the loop over {graph.loop.extent} "
-                          f"(a run-time trip count) with cp.async on {vdev.name}: stages must all be 0")]
     return []
+
+
+def emission_configs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, Any]:
+    """TileLang pass configs the plan's kernel must be lowered with.
+
+    * a software-pipelined plan on a chip where TileLang warp-specializes by default turns
+      that off (``tl.disable_warp_specialized``): loads become cp.async, all warps compute;
+    * a cp.async pipeline over a run-time trip count (causal loops) needs its epilogue's
+      wait-group loop unrolled, or TileLang 0.1.15's codegen meets a run-time wait count.
+    """
+    out: dict[str, Any] = {}
+    if plan.style != Style.SOFTWARE_PIPELINE:
+        return out
+    if "warp_specialization" in vdev.features:
+        out["tl.disable_warp_specialized"] = True
+    if "cp_async" in vdev.features and not graph.loop.extent.isdigit() and any(a.stage for a in plan.appends):
+        out["tl.UnrollLoop"] = {"explicit_unroll": True}
+    return out
 
 
 def register_estimate(graph: STaskGraph, threads: int) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .cost import Calibration, Estimate, estimate
 from .graph import Placement, STaskGraph
 from .hw import SEUKind, VDevice
-from .plan import Append, ExecutionPlan, PlanError
+from .plan import Append, ExecutionPlan, PlanError, Style
 from .planners import Priority, in_flight_variants, is_load, software_pipelined, warp_specialized
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "search_graph", "search", "NoValidPlan"]
@@ -133,7 +133,7 @@ def _base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: rando
                             f"stages {ps or '{}'}, {pname(pr)} order")
                     yield warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage=ps,
                                            priority=pr, tile=tile), note
-    else:
+    if "software_pipeline" in vdev.features:  # on Hopper too: no producer warp, several blocks per SM
         for n in space.depths:
             probe = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM,
                                        tile=tile)
@@ -176,8 +176,8 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
         cfg = (c.plan.roles, c.plan.pipelines, tuple(a.stage for a in c.plan.appends))
         if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
             best_by_config[cfg] = c
-    keep_in_flight = "warp_specialization" in vdev.features  # warp-specialized plans emit explicit wgmma waits
     for c in list(best_by_config.values()):
+        keep_in_flight = c.plan.style == Style.WARP_SPECIALIZED  # its roles emit explicit wgmma waits
         for role in c.plan.roles:
             order = c.plan.program(role.name, graph, Placement.LOOP)
             for moved in _async_moves(order, graph, vdev):

@@ -77,7 +77,8 @@ def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
     FlashAttention by 5%, pipeline depths by 1%), then the best of each remaining
     configuration class (depth, stages), partitions and classes only within 1.25x of
     the best prediction; then, per class, the plans whose tensor-core placement differs
-    most from those already taken.
+    most from those already taken. The best plan of each emission style keeps a place
+    whatever its prediction (see :func:`_with_every_style`).
     """
     out: list[Candidate] = []
     taken: dict[tuple, list[tuple]] = {}
@@ -123,7 +124,24 @@ def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
                 members.clear()
                 continue
             take(pick)
-    return out
+    return _with_every_style(out, result, k)
+
+
+def _with_every_style(picks: list[Candidate], result: SearchResult, k: int) -> list[Candidate]:
+    """``picks`` with the best plan of every emission style among the last ``k`` places (for ``k > 1``).
+
+    The styles differ in what the model sees least: a warp-specialized Hopper plan owns its SM
+    (one block), a software-pipelined one shares it with other blocks and hides latency that way;
+    only the GPU tells which wins on short loops (Mamba2's chunks), so each style gets measured.
+    """
+    best: dict[Any, Candidate] = {}
+    for c in result.ranked:
+        best.setdefault(c.plan.style, c)
+    missing = [c for c in best.values() if c not in picks]
+    if k <= 1 or not missing:
+        return picks
+    missing = missing[:k - 1]
+    return picks[:min(len(picks), k - len(missing))] + missing
 
 
 def compile_jobs(name: str, problem: Mapping[str, Any], vdev: hw.VDevice, cands: Any) -> list[tuple]:

@@ -82,10 +82,14 @@ class Template:
         return self.builder(**problem, **tile, num_stages=num_stages)
 
     def compile(self, func: Any, target: Any) -> Any:
-        """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs."""
+        """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs
+        (plus those its plan recorded, see :func:`pt_tvm.passes.pass_configs`)."""
         import tilelang
 
-        return tilelang.compile(func, out_idx=list(self.out_idx), target=target, pass_configs=dict(self.pass_configs))
+        from pt_tvm.passes import pass_configs
+
+        return tilelang.compile(func, out_idx=list(self.out_idx), target=target,
+                                pass_configs=pass_configs(func, self.pass_configs))
 
 
 def _coerce(template: str, key: str, default: Any, value: Any) -> Any:

@@ -241,6 +241,44 @@ def test_hopper_kernel_compiles_with_nvcc_without_spills(hopper_fa, tmp_path):
     assert not re.search(r"[1-9]\d* bytes spill", log)
 
 
+# ---------------------------------------------------------------- software-pipelined plans on Hopper
+def test_hopper_software_pipelined_plan_turns_warp_specialization_off():
+    """A software-pipelined Hopper plan records the pass config that keeps TileLang from warp-specializing:
+    no producer warpgroup, no setmaxnreg, cp.async loads in the plan's order, wgmma kept."""
+    from pt_tvm.passes import pass_configs
+
+    func = _func("gemm", **SMALL_GEMM)
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = software_pipelined(graph, vdev, num_stages=3, threads=graph.threads, priority=Priority.PROGRAM)
+    assert not plan.violations(graph, vdev)
+    planned = apply_plan(func, plan, graph)
+    assert pass_configs(planned, {"x": 1}) == {"x": 1, "tl.disable_warp_specialized": True}
+    src = lower(func, vdev.tvm_target(), plan=plan).kernel_source
+    assert "tma_load" not in src and "reg_alloc" not in src and "wgmma" in src
+    assert src.count("cp_async_commit()") == 3 and "cp_async_wait<2>()" in src
+    assert re.search(r"__launch_bounds__\(128, 1\)", src)
+    ws = warp_specialized(graph, vdev, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    assert pass_configs(apply_plan(func, ws, graph)) == {}  # TileLang's default path
+
+
+@pytest.mark.parametrize("target", ["h100", "a100"])
+def test_software_pipeline_over_a_run_time_trip_count_lowers(target):
+    """Causal attention's loop runs to the diagonal of its block (a run-time trip count): TileLang 0.1.15
+    fails on its cp.async wait-group epilogue unless the plan asks for that loop to be unrolled."""
+    from pt_tvm.passes import pass_configs
+
+    func = _func("flash_attention", **SMALL_FA, causal=True, block_M=64, block_N=64, threads=128)
+    vdev = hw.get(target)
+    graph = pt_tvm.extract(func, vdev)
+    assert not graph.loop.extent.isdigit()
+    plan = software_pipelined(graph, vdev, num_stages=2, threads=graph.threads, priority=Priority.PROGRAM)
+    assert not plan.violations(graph, vdev)
+    assert pass_configs(apply_plan(func, plan, graph))["tl.UnrollLoop"] == {"explicit_unroll": True}
+    src = lower(func, vdev.tvm_target(), plan=plan, pass_configs=get("flash_attention").pass_configs).kernel_source
+    assert {"cp_async_wait<1>()", "cp_async_wait<0>()"} <= set(re.findall(r"cp_async_wait<\d+>\(\)", src))
+
+
 # ---------------------------------------------------------------- passes in a user's Sequential
 def test_pipethreader_in_a_sequential():
     func = _func("gemm", **SMALL_GEMM)

@@ -1,0 +1,32 @@
+"""Which plans measured refinement puts on the GPU (pt_tvm.tune.diverse_top), on a CPU."""
+from __future__ import annotations
+
+import pytest
+
+from pt_tvm.compiler import schedule_template
+from pt_tvm.plan import Style
+from pt_tvm.tune import diverse_top
+
+
+@pytest.fixture(scope="module")
+def gemm_result():
+    result, _, _ = schedule_template("gemm", "h100", params={"M": 2048, "N": 2048, "K": 2048})
+    return result
+
+
+def test_model_choice_alone_for_k1(gemm_result):
+    assert diverse_top(gemm_result, 1) == [gemm_result.ranked[0]]
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_every_style_gets_measured(gemm_result, k):
+    """The model predicts software-pipelined Hopper plans slower than warp-specialized ones: their best
+    still gets a GPU slot, the model's own best stays first, and no plan is measured twice."""
+    ranked = gemm_result.ranked
+    assert ranked[0].plan.style == Style.WARP_SPECIALIZED
+    best_sp = next(c for c in ranked if c.plan.style == Style.SOFTWARE_PIPELINE)
+    assert best_sp.seconds > ranked[0].seconds * 1.25  # outside the usual cut-off
+    picks = diverse_top(gemm_result, k)
+    assert len(picks) == k and len({id(c) for c in picks}) == k
+    assert picks[0] is ranked[0] and best_sp in picks
+    assert sum(c.plan.style == Style.WARP_SPECIALIZED for c in picks) == k - 1
