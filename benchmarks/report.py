@@ -197,7 +197,8 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
     """The whole ``table.md``: provenance, summary, per-kernel tables, invalid rows."""
     head, rows = run.get("header", {}), run["rows"]
     lines = ["# Benchmark results", ""]
-    keys = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "git_commit", "date", "command")
+    keys = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "git_commit", "git_commit_note", "date",
+            "command")
     lines += [f"- {k}: `{head[k]}`" for k in keys if k in head]
     for part in head.get("parts", []):  # a merged run: each shard's own provenance
         lines.append(f"- part ({part.get('shard') or 'whole'}, {part.get('wall_s')} s, {part.get('date')}): "

@@ -58,8 +58,8 @@ def header(command: str, device: str) -> dict:
     return {
         "device": device, "driver": driver, "cuda": torch.version.cuda, "torch": torch.__version__,
         "tilelang": tilelang.__version__, "pt_tvm": pt_tvm.__version__, "python": platform.python_version(),
-        # a copy without .git (the GPU machine) is told its commit through PT_TVM_GIT_COMMIT
-        "git_commit": git("rev-parse", "HEAD") or os.environ.get("PT_TVM_GIT_COMMIT", "unknown"),
+        # the GPU machine's copy is told its commit through PT_TVM_GIT_COMMIT (its .git, if any, can be stale)
+        "git_commit": os.environ.get("PT_TVM_GIT_COMMIT") or git("rev-parse", "HEAD") or "unknown",
         "git_dirty": (lambda st: None if st is None else bool(st))(git("status", "--porcelain")),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "command": command,
     }
@@ -70,38 +70,65 @@ def _bytes(inputs: Sequence[Any]) -> int:
 
 
 _COMPILED = ("pt-tvm-model", "tilelang-auto")  # systems whose build runs nvcc through TileLang
+_JIT = ("torch-compile", "fa3")  # compiled on their first call, into Inductor's / CuTe DSL's on-disk caches
+PRECOMPILE_DEADLINE_S = 900.0  # workers still compiling then are stopped; the timed process compiles the rest
 
 
 def _warm(args: tuple) -> str:
-    """Build one TileLang system in a worker process, filling TileLang's on-disk kernel cache."""
+    """Build one system in a worker process (and call a JIT-compiled one once on the config's shapes),
+    filling the on-disk kernel caches the timed process then reads."""
     system, kernel, problem, vdev_name = args
     from pt_tvm import hw, templates
 
-    _, info = build_system(system, templates.get(kernel), problem, hw.get(vdev_name))
+    template = templates.get(kernel)
+    fn, info = build_system(system, template, problem, hw.get(vdev_name))
+    if fn is not None and system in _JIT:
+        import torch
+
+        try:
+            fn(*template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(0)))
+            torch.cuda.synchronize()
+        except Exception as e:  # the timed process meets (and records) it again
+            return f"{type(e).__name__}: {e}"
     return info.get("error", "ok")
 
 
-def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: int | None = None) -> bool:
-    """Compile every TileLang kernel of the run in parallel processes so the timed process only loads them:
-    the systems of ``_COMPILED`` and the plans pt-tvm's measured refinement will try (searched in the
-    workers too). Returns whether it ran (it does not for one worker or one job)."""
-    import concurrent.futures
+def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: int | None = None,
+               deadline_s: float = PRECOMPILE_DEADLINE_S) -> bool:
+    """Compile the run's kernels in parallel processes so the timed process mostly loads them: the plans
+    pt-tvm's measured refinement will try (searched in the workers too), the systems of ``_COMPILED``
+    (pt-tvm-model only where pt-tvm is absent: its plan is pt-tvm's first candidate) and one call of
+    each ``_JIT`` system. Returns whether it ran (it does not for one worker or one job)."""
     import multiprocessing
 
     from pt_tvm import tune
 
-    jobs = [(s, c.kernel, dict(c.problem), vdev.name) for c in configs for s in c.systems if s in _COMPILED]
+    def warmed(c: Config, s: str) -> bool:
+        return s in _JIT or s == "tilelang-auto" or (s == "pt-tvm-model" and "pt-tvm" not in c.systems)
+
+    jobs = [(s, c.kernel, dict(c.problem), vdev.name) for c in configs for s in c.systems if warmed(c, s)]
     top_k = tune_top_k or tune.DEFAULT_TOP_K
     searches = [(c.kernel, dict(c.problem), vdev.name, top_k) for c in configs if "pt-tvm" in c.systems]
     if workers <= 1 or len(jobs) + len(searches) <= 1:
         return False
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        plans = pool.map(tune.search_jobs, searches)
-        builds = [pool.submit(_warm, j) for j in jobs]
-        unique = {json.dumps(j, sort_keys=True): j for js in plans for j in js}
-        list(pool.map(tune.compile_one, unique.values()))
-        concurrent.futures.wait(builds)
+    end = time.monotonic() + deadline_s
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:  # leaving it terminates the workers
+        found = [pool.apply_async(tune.search_jobs, (j,)) for j in searches]
+        pending = [pool.apply_async(_warm, (j,)) for j in jobs]
+        unique: dict[str, tuple] = {}
+        try:
+            for f in found:
+                try:
+                    unique.update((json.dumps(j, sort_keys=True), j) for j in f.get(max(0.0, end - time.monotonic())))
+                except multiprocessing.TimeoutError:
+                    raise
+                except Exception:  # e.g. no valid plan: the timed process reports it on the row
+                    continue
+            pending += [pool.apply_async(tune.compile_one, (j,)) for j in unique.values()]
+            for f in pending:
+                f.wait(max(0.0, end - time.monotonic()))
+        except multiprocessing.TimeoutError:
+            pass  # what did not finish is compiled (and its failure recorded) by the timed process
     return True
 
 

@@ -372,17 +372,15 @@ def save_calibration(cal: Calibration, directory: str | None = None) -> str:
     return path
 
 
-_PACKAGED = os.path.join(os.path.dirname(__file__), "calibration")  # fits shipped with pt-tvm, from recorded runs
-
-
 def load_calibration(target: str, directory: str | None = None) -> Calibration | None:
-    """The calibration of ``target``: the user's (``directory`` or the cache dir), else the one shipped with
-    pt-tvm, else None. A corrupt file is ignored with a warning."""
+    """The user's calibration of ``target`` (``directory`` or the cache dir), else None (the model as built).
+
+    pt-tvm ships none: on the recorded H200 runs the uncalibrated model picks the best measured plan
+    more often than any fit of absolute times did (tests/test_calibration.py). A corrupt file is
+    ignored with a warning."""
     import warnings
 
     path = os.path.join(directory or _calibration_dir(), f"{target}.json")
-    if not os.path.exists(path) and directory is None:
-        path = os.path.join(_PACKAGED, f"{target}.json")
     if not os.path.exists(path):
         return None
     try:

@@ -1,4 +1,5 @@
-"""The cost model against recorded GPU measurements: calibration fits them, and the fit ships with pt-tvm."""
+"""The cost model against recorded GPU measurements: what it ranks first, and what calibration fits."""
+import glob
 import json
 import math
 import os
@@ -8,7 +9,8 @@ import pytest
 from pt_tvm import cost, hw
 from pt_tvm.tune import samples_from_run
 
-RUN = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results", "2026-11-22-h200-smoke.json")
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results")
+RUN = os.path.join(RESULTS, "2026-11-22-h200-smoke.json")
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +24,57 @@ def fa_samples():
     return samples
 
 
+@pytest.fixture(scope="module")
+def measured_rows():
+    """Per pt-tvm row of the recorded H200 runs (FlashAttention, GEMM, Mamba2): its measured candidate plans."""
+    vdev = hw.get("h200")
+    groups = []
+    for path in sorted(glob.glob(os.path.join(RESULTS, "2026-11-22-h200-*.json"))):
+        with open(path) as f:
+            run = json.load(f)
+        for row in run["rows"]:
+            samples = samples_from_run({"rows": [row]}, vdev)
+            if len(samples) > 1:
+                groups.append((os.path.basename(path), row["kernel"], samples))
+    assert {k for _, k, _ in groups} >= {"flash_attention", "gemm", "chunk_state", "chunk_scan"}
+    return groups
+
+
 def _log_error(samples, cal):
     vdev = hw.get("h200")
     return sum(math.log(cost.estimate(p, g, vdev, cal).seconds / s) ** 2 for p, g, s in samples) / len(samples)
+
+
+def _regret(groups, cal) -> list[float]:
+    """Per row: measured time of the plan the model ranks first over the fastest measured one."""
+    vdev = hw.get("h200")
+    out = []
+    for _, _, samples in groups:
+        predicted = [cost.estimate(p, g, vdev, cal).seconds for p, g, _ in samples]
+        pick = min(range(len(samples)), key=predicted.__getitem__)
+        out.append(samples[pick][2] / min(s for _, _, s in samples))
+    return out
+
+
+def test_uncalibrated_model_picks_near_the_measured_best(measured_rows):
+    """Measured refinement only sees the model's top few: its first pick should already be close.
+    Recorded: geometric-mean regret 1.6% over 52 rows, worst 21% (a chunk_state row of the first run)."""
+    regret = _regret(measured_rows, None)
+    assert len(regret) >= 50
+    assert math.exp(sum(map(math.log, regret)) / len(regret)) < 1.03
+    assert max(regret) < 1.25
+    # Mamba2's short loops: the model prefers the software-pipelined plans the GPU measured fastest
+    mamba = [r for (name, kernel, _), r in zip(measured_rows, regret) if name.endswith("mamba-sp.json")]
+    assert len(mamba) == 10 and max(mamba) < 1.02
+
+
+def test_a_fit_of_absolute_times_can_rank_worse(measured_rows):
+    """Why pt-tvm ships no calibration: the fit that lowers the absolute error misranks plans."""
+    samples = [s for _, _, group in measured_rows for s in group]
+    fitted = cost.calibrate(samples, hw.get("h200"), rounds=1)
+    assert _log_error(samples, fitted) < _log_error(samples, None)
+    regret = lambda cal: sum(map(math.log, _regret(measured_rows, cal)))  # noqa: E731
+    assert regret(fitted) > regret(None)
 
 
 def test_calibration_reduces_error_on_recorded_measurements(fa_samples):
@@ -35,24 +85,17 @@ def test_calibration_reduces_error_on_recorded_measurements(fa_samples):
     assert fitted.samples == len(fa_samples)
 
 
-def test_packaged_h200_calibration_predicts_within_ten_percent(fa_samples):
-    cal = cost.load_calibration("h200", directory=None)
-    assert cal is not None and cal.source.endswith("h200-smoke.json")
+def test_recorded_pipelined_plans_rank_first(fa_samples):
+    """Measured: every plan with PV at stage 1 beat every stage-0 (serial) plan; the model ranks a staged
+    plan first and prices the serial ones above most staged ones (two come within 0.6% of them)."""
     vdev = hw.get("h200")
-    for plan, graph, seconds in fa_samples:
-        assert abs(cost.estimate(plan, graph, vdev, cal).seconds / seconds - 1) < 0.10
-
-
-def test_recorded_serial_plans_rank_below_the_pipelined_ones(fa_samples):
-    """Measured: every plan with PV at stage 1 beat every stage-0 (serial) plan; the model agrees."""
-    vdev = hw.get("h200")
-    cal = cost.load_calibration("h200")
     staged = [(p, g, s) for p, g, s in fa_samples if any(a.stage for a in p.appends)]
     serial = [(p, g, s) for p, g, s in fa_samples if not any(a.stage for a in p.appends)]
     assert staged and serial
     assert max(s for _, _, s in staged) < min(s for _, _, s in serial)
-    predicted = lambda group: [cost.estimate(p, g, vdev, cal).seconds for p, g, _ in group]  # noqa: E731
-    assert max(predicted(staged)) < min(predicted(serial))
+    predicted = lambda group: [cost.estimate(p, g, vdev, None).seconds for p, g, _ in group]  # noqa: E731
+    assert min(predicted(staged)) < min(predicted(serial))
+    assert sorted(predicted(staged))[len(staged) // 2] < min(predicted(serial))
 
 
 def test_corrupt_user_calibration_is_ignored_with_a_warning(tmp_path):
