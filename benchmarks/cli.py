@@ -59,7 +59,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="no GPU: resolve configs, run pt-tvm's search and tilelang.lower on the CPU; ms stays null")
     p.add_argument("--workers", type=int, default=0, help="parallel compile processes (default: the cores)")
     p.add_argument("--shard", type=_shard, metavar="I/N",
-                   help="only every N-th config starting at the I-th (0-based): run N shards on N GPUs "
+                   help="only the I-th of N interleaved parts of the suite (0-based): run N shards on N GPUs "
                         "at once (CUDA_VISIBLE_DEVICES), then `merge` their JSONs")
     p.add_argument("--rep-ms", type=float, default=1000.0, metavar="MS",
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
@@ -88,9 +88,9 @@ def _configs(args: argparse.Namespace) -> list:
     configs = filter_systems(suite_configs(args.suite), args.systems.split(",") if args.systems else None)
     limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
     configs = subsample(configs, limit)
-    if getattr(args, "shard", None):
-        i, n = args.shard
-        configs = configs[i::n]
+    if getattr(args, "shard", None):  # a stripe that rotates every n configs, so suites laid out in blocks
+        i, n = args.shard              # of n (e.g. one seqlen after another) spread evenly over the shards
+        configs = [c for k, c in enumerate(configs) if (k + k // n) % n == i]
     return configs
 
 
@@ -142,6 +142,8 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     t0 = time.perf_counter()
     print(f"{args.suite}: {len(configs)} configs on {device} (model {vdev.name})"
           + (" -- dry run" if args.dry_run else ""), flush=True)
+    name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
+    out = args.out or os.path.join(RESULTS_DIR, name)
     if args.dry_run:
         from .dryrun import dry_run_configs
 
@@ -149,11 +151,12 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     else:
         from .suite import run_configs
 
+        def save_partial(rows_so_far: list) -> None:  # a run cut off (e.g. by a time limit) keeps its rows
+            write_run(out, {**head, "partial": True, "wall_s": round(time.perf_counter() - t0, 1)}, rows_so_far)
+
         rows = run_configs(configs, vdev, workers=args.workers, system_options=options,
-                           rep_ms=getattr(args, "rep_ms", 1000.0))
+                           rep_ms=getattr(args, "rep_ms", 1000.0), on_config=save_partial)
     head["wall_s"] = round(time.perf_counter() - t0, 1)
-    name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
-    out = args.out or os.path.join(RESULTS_DIR, name)
     write_run(out, head, rows)
     if args.dry_run:
         states = [r.get("valid") for r in rows]

@@ -31,7 +31,7 @@ def load_run(path: str) -> dict:
     return run
 
 
-_PART_KEYS = ("date", "command", "shard", "wall_s", "configs")
+_PART_KEYS = ("date", "command", "shard", "wall_s", "configs", "partial")
 
 
 def merge_runs(paths: Sequence[str]) -> tuple[dict, list]:
@@ -200,8 +200,11 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
     keys = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "git_commit", "git_commit_note", "date",
             "command")
     lines += [f"- {k}: `{head[k]}`" for k in keys if k in head]
+    if head.get("partial"):
+        lines.append("- **partial**: the run was cut off; these are the configs it finished")
     for part in head.get("parts", []):  # a merged run: each shard's own provenance
-        lines.append(f"- part ({part.get('shard') or 'whole'}, {part.get('wall_s')} s, {part.get('date')}): "
+        cut = ", cut off before its end" if part.get("partial") else ""
+        lines.append(f"- part ({part.get('shard') or 'whole'}, {part.get('wall_s')} s{cut}, {part.get('date')}): "
                      f"`{part.get('command')}`")
     if any(r.get("dry_run") for r in rows):
         lines.append("- **dry run**: nothing was timed (CPU search and lowering only)")

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
 from .systems import build_system, flops_per_second
@@ -134,10 +134,12 @@ def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: i
 
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
                 log: Any = sys.stdout, workers: int = 0, rounds: int = 5,
-                system_options: Mapping[str, Any] | None = None) -> list[dict]:
+                system_options: Mapping[str, Any] | None = None,
+                on_config: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Measure every (config, system) pair on the local GPU; one row each, failures included.
 
-    ``system_options`` go to every system factory (e.g. ``tune_top_k`` for pt-tvm).
+    ``system_options`` go to every system factory (e.g. ``tune_top_k`` for pt-tvm); ``on_config``
+    gets the rows so far after each config (to save partial results of a run that may be cut off).
     """
     import torch
 
@@ -198,6 +200,8 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
                   f"err={row['rel_err']}  valid={row['valid']}  {row.get('error', '')}", file=log, flush=True)
         del sets, check_inputs, ref
         torch.cuda.empty_cache()
+        if on_config is not None:
+            on_config(rows)
     return rows
 
 

@@ -360,7 +360,7 @@ def _shard_runs(tmp_path) -> tuple[str, str, dict]:
     run = _synthetic_run()
     fa = {**run, "header": {**run["header"], "shard": "0/2", "wall_s": 10.0, "configs": 2},
           "rows": [r for r in run["rows"] if r["kernel"] == "flash_attention"]}
-    gemm = {**run, "header": {**run["header"], "shard": "1/2", "wall_s": 5.0, "configs": 1,
+    gemm = {**run, "header": {**run["header"], "shard": "1/2", "wall_s": 5.0, "configs": 1, "partial": True,
                               "date": "2026-01-01T00:01:00+00:00"},
             "rows": [r for r in run["rows"] if r["kernel"] == "gemm"]}
     return _write(tmp_path / "a.json", fa), _write(tmp_path / "b.json", gemm), run
@@ -377,7 +377,7 @@ def test_merge_shards_then_report(tmp_path, capsys):
     assert [p["shard"] for p in merged["header"]["parts"]] == ["0/2", "1/2"]
     assert bench_cli.main(["report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
     table = (tmp_path / "rep" / "table.md").read_text()
-    assert "part (0/2, 10.0 s" in table and "part (1/2, 5.0 s" in table
+    assert "part (0/2, 10.0 s," in table and "part (1/2, 5.0 s, cut off before its end" in table
 
 
 def test_merge_refuses_mixed_devices_and_duplicates(tmp_path, capsys):
