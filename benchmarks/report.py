@@ -62,8 +62,10 @@ def merge_runs(paths: Sequence[str]) -> tuple[dict, list]:
 
 
 def config_key(row: Mapping[str, Any]) -> str:
-    """The identity of a row's problem: kernel plus its config as sorted JSON."""
-    return row["kernel"] + " " + json.dumps(row["config"], sort_keys=True, default=str)
+    """The identity of a row's config: kernel, problem as sorted JSON, and note (a suite may measure one
+    shape under two names, e.g. GEMM 8192^3 as a square and as LLaMA-3 70B's o projection)."""
+    key = row["kernel"] + " " + json.dumps(row["config"], sort_keys=True, default=str)
+    return key + (f" ({row['note']})" if row.get("note") else "")
 
 
 _DT = {"float16": "fp16", "bfloat16": "bf16"}

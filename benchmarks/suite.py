@@ -52,7 +52,7 @@ def header(command: str, device: str) -> dict:
     driver = "n/a"
     try:
         driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+                                capture_output=True, text=True, check=True).stdout.strip().splitlines()[0]
     except (OSError, subprocess.CalledProcessError):
         pass
     return {
@@ -60,7 +60,8 @@ def header(command: str, device: str) -> dict:
         "tilelang": tilelang.__version__, "pt_tvm": pt_tvm.__version__, "python": platform.python_version(),
         # the GPU machine's copy is told its commit through PT_TVM_GIT_COMMIT (its .git, if any, can be stale)
         "git_commit": os.environ.get("PT_TVM_GIT_COMMIT") or git("rev-parse", "HEAD") or "unknown",
-        "git_dirty": (lambda st: None if st is None else bool(st))(git("status", "--porcelain")),
+        "git_dirty": None if os.environ.get("PT_TVM_GIT_COMMIT") else  # a copy's .git says nothing then
+        (lambda st: None if st is None else bool(st))(git("status", "--porcelain")),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "command": command,
     }
 
@@ -71,6 +72,7 @@ def _bytes(inputs: Sequence[Any]) -> int:
 
 _COMPILED = ("pt-tvm-model", "tilelang-auto")  # systems whose build runs nvcc through TileLang
 _JIT = ("torch-compile", "fa3")  # compiled on their first call, into Inductor's / CuTe DSL's on-disk caches
+_IDENTITY = ("suite", "kernel", "config", "system", "note")  # what a row measured (report.config_key)
 PRECOMPILE_DEADLINE_S = 900.0  # workers still compiling then are stopped; the timed process compiles the rest
 
 
@@ -172,7 +174,7 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
                 row["note"] = cfg.note
             t0 = time.perf_counter()
             fn, info = build_system(system, template, problem, vdev, **options)
-            row.update(info)
+            row.update({k: v for k, v in info.items() if k not in _IDENTITY})  # a system cannot rename its row
             if fn is not None:
                 try:
                     out = fn(*check_inputs)

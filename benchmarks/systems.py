@@ -149,7 +149,7 @@ def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> t
         def run(a, b, s):
             c = a @ b
             return c, c.float().sum(dim=1)
-        return run, {"note": "torch.matmul + torch.sum"}
+        return run, {"impl": "torch.matmul + torch.sum"}
     return (lambda a, b: torch.matmul(a, b)), {}
 
 
