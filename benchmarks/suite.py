@@ -166,14 +166,15 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
         ref = template.reference(*check_inputs, **problem)
         ref = ref[0] if isinstance(ref, tuple) else ref
         tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
-        built = {}
+        built: dict = {}
+        shared: dict = {}  # what one system of this config hands another (pt-tvm's search for pt-tvm-model)
         for system in cfg.systems:
             row = {"suite": cfg.suite, "kernel": cfg.kernel, "config": dict(problem), "system": system,
                    "ms": None, "tflops": None, "rel_err": None, "valid": False}
             if cfg.note:
                 row["note"] = cfg.note
             t0 = time.perf_counter()
-            fn, info = build_system(system, template, problem, vdev, **options)
+            fn, info = build_system(system, template, problem, vdev, shared=shared, **options)
             row.update({k: v for k, v in info.items() if k not in _IDENTITY})  # a system cannot rename its row
             if fn is not None:
                 try:

@@ -15,11 +15,12 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
 
 
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
-            tune_workers: int | None = None, **_: Any) -> tuple[Callable, dict]:
+            tune_workers: int | None = None, shared: dict | None = None, **_: Any) -> tuple[Callable, dict]:
     """Cost-model search, then the best ``tune_top_k`` plans (default 8) measured on this GPU (pt_tvm.tune).
 
     ``tune_top_k=1`` measures only the model's first choice (no refinement); ``tune_workers=1``
     compiles the candidates in this process (the suite's precompile step has cached them).
+    The search result goes into ``shared`` (one dict per config) for ``pt-tvm-model``.
     """
     from pt_tvm.tune import tune_template
 
@@ -28,6 +29,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     if tune_workers:
         kw["workers"] = int(tune_workers)
     tr = tune_template(template.name, vdev, params=problem, **kw)
+    if shared is not None:
+        shared["search"] = tr.search
     best = tr.best.candidate
     return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),
                        "tune_s": round(time.perf_counter() - t0, 1), "predicted_ms": best.seconds * 1e3,
@@ -37,12 +40,21 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
                                       for m in tr.measured]}
 
 
-def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    """The cost model's first choice alone, no GPU measurement in the loop."""
+def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, shared: dict | None = None,
+                  **_: Any) -> tuple[Callable, dict]:
+    """The cost model's first choice alone, no GPU measurement in the loop (the search ``pt-tvm`` left in
+    ``shared`` when it ran on this config first: the search is deterministic)."""
     from pt_tvm.compiler import schedule_template
+    from pt_tvm.passes import apply_plan
 
-    result, _, build = schedule_template(template.name, vdev, params=problem)
-    return template.compile(build(), vdev.tvm_target()), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
+    if shared and "search" in shared:
+        result = shared["search"]
+        best = result.best
+        func = apply_plan(template.build(**problem, **best.plan.tile), best.plan, best.graph)
+    else:
+        result, _, build = schedule_template(template.name, vdev, params=problem)
+        func = build()
+    return template.compile(func, vdev.tvm_target()), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
                                                       "search_s": round(result.seconds, 3),
                                                       "predicted_ms": result.best.seconds * 1e3,
                                                       "plan_json": result.best.plan.to_dict()}

@@ -404,3 +404,21 @@ def test_precompile_jobs_are_the_plans_tuning_measures():
     result, problem, _ = schedule_template("gemm", vdev, params=params)
     assert jobs == compile_jobs("gemm", problem, vdev, diverse_top(result, 3))
     assert len(jobs) == 3 and len({j[3] for j in jobs}) == 3
+
+
+def test_model_pick_reuses_the_search_of_pt_tvm(monkeypatch):
+    """pt-tvm-model compiles the same kernel from pt-tvm's search (handed over per config) as from its own."""
+    from benchmarks import systems
+    from pt_tvm import hw
+    from pt_tvm.compiler import schedule_template
+    from pt_tvm.templates import get
+
+    template, vdev = get("gemm"), hw.get("h100")
+    problem, _ = template.resolve(M=1024, N=1024, K=1024)
+    compiled = []
+    monkeypatch.setattr(type(template), "compile", lambda self, func, target: compiled.append(func.script()))
+    result, _, build = schedule_template("gemm", vdev, params=problem)
+    _, own = systems._pt_tvm_model(template, problem, vdev)
+    _, handed = systems._pt_tvm_model(template, problem, vdev, shared={"search": result})
+    assert compiled[0] == compiled[1] == build().script()
+    assert own["plan"] == handed["plan"] == result.best.note
