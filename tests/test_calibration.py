@@ -82,14 +82,14 @@ def test_uncalibrated_model_picks_near_the_measured_best(measured_rows):
 
 
 def test_model_picks_the_style_that_won_on_attention(full_run_attention):
-    """Software-pipelined attention plans share an SM three or four ways; with perfect overlap of
-    co-resident blocks (cost.CO_RESIDENT_OVERLAP = 1) the model picked them for D128 at short
-    sequences, 1.35-1.59x slower than measured warp-specialized plans (regret 9.6% overall).
-    Recorded with the overlap at 0.8: 3.1%, worst 38%."""
+    """Software-pipelined attention plans share an SM three or four ways. With perfect overlap of
+    co-resident blocks (cost.CO_RESIDENT_OVERLAP = 1) and cp.async copies priced as synchronous, the
+    model picked them for D128 at short sequences, 1.35-1.59x slower than the measured warp-specialized
+    plans (regret 9.6% overall, worst 58%). Recorded now: 1.2%, worst 12%."""
     regret = _regret(full_run_attention, None)
     assert len(regret) == 96
-    assert math.exp(sum(map(math.log, regret)) / len(regret)) < 1.04
-    assert max(regret) < 1.4
+    assert math.exp(sum(map(math.log, regret)) / len(regret)) < 1.02
+    assert max(regret) < 1.15
 
 
 def test_a_fit_of_absolute_times_can_rank_worse(measured_rows):

@@ -78,8 +78,9 @@ def test_searched_plans_verify(variant, target):
         return
     result = search([graph], vdev, space=SPACE, tiles=[tile])
     assert result.ranked and result.best is result.ranked[0]
-    expected_style = Style.WARP_SPECIALIZED if target == "h100" else Style.SOFTWARE_PIPELINE
-    assert result.best.plan.style == expected_style
+    styles = {c.plan.style for c in result.ranked}  # Hopper offers both; the others only T.Pipelined order/stage
+    assert styles == ({Style.WARP_SPECIALIZED, Style.SOFTWARE_PIPELINE} if target == "h100"
+                      else {Style.SOFTWARE_PIPELINE})
     for cand in result.ranked:
         assert cand.plan.verify(cand.graph, vdev) is cand.plan
     # the winner survives a JSON round trip unchanged and still verifies
