@@ -70,7 +70,6 @@ def _bytes(inputs: Sequence[Any]) -> int:
     return sum(t.numel() * t.element_size() for t in inputs)
 
 
-_COMPILED = ("pt-tvm-model", "tilelang-auto")  # systems whose build runs nvcc through TileLang
 _JIT = ("torch-compile", "fa3")  # compiled on their first call, into Inductor's / CuTe DSL's on-disk caches
 _IDENTITY = ("suite", "kernel", "config", "system", "note")  # what a row measured (report.config_key)
 PRECOMPILE_DEADLINE_S = 900.0  # workers still compiling then are stopped; the timed process compiles the rest
@@ -98,9 +97,9 @@ def _warm(args: tuple) -> str:
 def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: int | None = None,
                deadline_s: float = PRECOMPILE_DEADLINE_S) -> bool:
     """Compile the run's kernels in parallel processes so the timed process mostly loads them: the plans
-    pt-tvm's measured refinement will try (searched in the workers too), the systems of ``_COMPILED``
-    (pt-tvm-model only where pt-tvm is absent: its plan is pt-tvm's first candidate) and one call of
-    each ``_JIT`` system. Returns whether it ran (it does not for one worker or one job)."""
+    pt-tvm's measured refinement will try (searched in the workers too), TileLang's own schedule,
+    pt-tvm-model where pt-tvm is absent (otherwise its plan is pt-tvm's first candidate) and one call
+    of each ``_JIT`` system. Returns whether it ran (it does not for one worker or one job)."""
     import multiprocessing
 
     from pt_tvm import tune
