@@ -94,12 +94,17 @@ def _warm(args: tuple) -> str:
     return info.get("error", "ok")
 
 
+def _config_key(kernel: str, problem: Mapping[str, Any]) -> str:
+    return json.dumps([kernel, dict(problem)], sort_keys=True, default=str)
+
+
 def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: int | None = None,
-               deadline_s: float = PRECOMPILE_DEADLINE_S) -> bool:
+               deadline_s: float = PRECOMPILE_DEADLINE_S) -> dict[str, Any] | None:
     """Compile the run's kernels in parallel processes so the timed process mostly loads them: the plans
     pt-tvm's measured refinement will try (searched in the workers too), TileLang's own schedule,
     pt-tvm-model where pt-tvm is absent (otherwise its plan is pt-tvm's first candidate) and one call
-    of each ``_JIT`` system. Returns whether it ran (it does not for one worker or one job)."""
+    of each ``_JIT`` system. Returns the searches done (``pt_tvm.tune.Searched`` by config, for
+    tune_template), or None when it did not run (one worker or one job)."""
     import multiprocessing
 
     from pt_tvm import tune
@@ -111,26 +116,28 @@ def precompile(configs: Sequence[Config], vdev: Any, workers: int, tune_top_k: i
     top_k = tune_top_k or tune.DEFAULT_TOP_K
     searches = [(c.kernel, dict(c.problem), vdev.name, top_k) for c in configs if "pt-tvm" in c.systems]
     if workers <= 1 or len(jobs) + len(searches) <= 1:
-        return False
+        return None
     end = time.monotonic() + deadline_s
+    searched: dict[str, Any] = {}
     with multiprocessing.get_context("spawn").Pool(workers) as pool:  # leaving it terminates the workers
-        found = [pool.apply_async(tune.search_jobs, (j,)) for j in searches]
+        found = [(j, pool.apply_async(tune.search_jobs, (j,))) for j in searches]
         pending = [pool.apply_async(_warm, (j,)) for j in jobs]
         unique: dict[str, tuple] = {}
         try:
-            for f in found:
+            for (kernel, problem, _, _), f in found:
                 try:
-                    unique.update((json.dumps(j, sort_keys=True), j) for j in f.get(max(0.0, end - time.monotonic())))
+                    compiles, searched[_config_key(kernel, problem)] = f.get(max(0.0, end - time.monotonic()))
                 except multiprocessing.TimeoutError:
                     raise
                 except Exception:  # e.g. no valid plan: the timed process reports it on the row
                     continue
+                unique.update((json.dumps(j, sort_keys=True), j) for j in compiles)
             pending += [pool.apply_async(tune.compile_one, (j,)) for j in unique.values()]
             for f in pending:
                 f.wait(max(0.0, end - time.monotonic()))
         except multiprocessing.TimeoutError:
             pass  # what did not finish is compiled (and its failure recorded) by the timed process
-    return True
+    return searched
 
 
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
@@ -148,7 +155,8 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
 
     configs = list(configs)
     options = dict(system_options or {})
-    if precompile(configs, vdev, workers or os.cpu_count() or 1, options.get("tune_top_k")):
+    searched = precompile(configs, vdev, workers or os.cpu_count() or 1, options.get("tune_top_k"))
+    if searched is not None:
         options["tune_workers"] = 1  # pt-tvm's candidates are in the kernel cache: load them in this process
     rows = []
     for cfg in configs:
@@ -173,7 +181,8 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
             if cfg.note:
                 row["note"] = cfg.note
             t0 = time.perf_counter()
-            fn, info = build_system(system, template, problem, vdev, shared=shared, **options)
+            fn, info = build_system(system, template, problem, vdev, shared=shared,
+                                    searched=(searched or {}).get(_config_key(cfg.kernel, cfg.problem)), **options)
             row.update({k: v for k, v in info.items() if k not in _IDENTITY})  # a system cannot rename its row
             if fn is not None:
                 try:

@@ -15,12 +15,14 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
 
 
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
-            tune_workers: int | None = None, shared: dict | None = None, **_: Any) -> tuple[Callable, dict]:
+            tune_workers: int | None = None, shared: dict | None = None, searched: Any = None,
+            **_: Any) -> tuple[Callable, dict]:
     """Cost-model search, then the best ``tune_top_k`` plans (default 8) measured on this GPU (pt_tvm.tune).
 
     ``tune_top_k=1`` measures only the model's first choice (no refinement); ``tune_workers=1``
-    compiles the candidates in this process (the suite's precompile step has cached them).
-    The search result goes into ``shared`` (one dict per config) for ``pt-tvm-model``.
+    compiles the candidates in this process (the suite's precompile step has cached them, and hands
+    over its search as ``searched``). The search result goes into ``shared`` (one dict per config)
+    for ``pt-tvm-model``.
     """
     from pt_tvm.tune import tune_template
 
@@ -28,6 +30,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     kw = {"top_k": int(tune_top_k)} if tune_top_k else {}
     if tune_workers:
         kw["workers"] = int(tune_workers)
+    if searched is not None:
+        kw["searched"] = searched
     tr = tune_template(template.name, vdev, params=problem, **kw)
     if shared is not None:
         shared["search"] = tr.search
@@ -44,13 +48,11 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, share
                   **_: Any) -> tuple[Callable, dict]:
     """The cost model's first choice alone, no GPU measurement in the loop (the search ``pt-tvm`` left in
     ``shared`` when it ran on this config first: the search is deterministic)."""
-    from pt_tvm.compiler import schedule_template
-    from pt_tvm.passes import apply_plan
+    from pt_tvm.compiler import planned_func, schedule_template
 
     if shared and "search" in shared:
         result = shared["search"]
-        best = result.best
-        func = apply_plan(template.build(**problem, **best.plan.tile), best.plan, best.graph)
+        func = planned_func(template.name, problem, result.best)
     else:
         result, _, build = schedule_template(template.name, vdev, params=problem)
         func = build()

@@ -17,7 +17,7 @@ from .cost import Calibration, load_calibration
 from .plan import ExecutionPlan
 from .search import SearchResult, SearchSpace, search
 
-__all__ = ["schedule", "schedule_template", "lower", "lower_planned", "compile", "FallbackWarning"]
+__all__ = ["schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile", "FallbackWarning"]
 
 
 class FallbackWarning(UserWarning):
@@ -117,6 +117,16 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         return apply_plan(func_of[id(c.graph)], c.plan, c.graph)
 
     return result, problem, build
+
+
+def planned_func(name: str, problem: Mapping[str, Any], candidate: Any) -> Any:
+    """The PrimFunc of built-in template ``name`` at ``problem`` and the candidate's tile, with its plan applied
+    (what ``schedule_template``'s ``build`` returns, for a candidate kept from an earlier search)."""
+    from . import templates
+    from .passes import apply_plan
+
+    func = templates.get(name).build(**problem, **candidate.plan.tile)
+    return apply_plan(func, candidate.plan, candidate.graph)
 
 
 def _plan_for(func: Any, vdev: hw.VDevice, plan: ExecutionPlan | None, **search_kw: Any) -> ExecutionPlan:

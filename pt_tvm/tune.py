@@ -11,15 +11,15 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from . import hw
 from .graph import Placement
 from .search import Candidate, SearchResult, SearchSpace
 
-__all__ = ["Measured", "TuneResult", "diverse_top", "compile_jobs", "search_jobs", "compile_one", "warm", "tune_template", "report",
-           "DEFAULT_TOP_K"]
+__all__ = ["Measured", "TuneResult", "Searched", "diverse_top", "compile_jobs", "search_jobs", "compile_one", "warm",
+           "tune_template", "report", "DEFAULT_TOP_K"]
 
 DEFAULT_TOP_K = 8  # plans measured per kernel unless told otherwise
 
@@ -149,15 +149,41 @@ def compile_jobs(name: str, problem: Mapping[str, Any], vdev: hw.VDevice, cands:
     return [(name, dict(problem), dict(c.plan.tile), c.plan.to_json(), vdev.name) for c in cands]
 
 
-def search_jobs(job: tuple) -> list[tuple]:
-    """Worker: search ``(name, params, vdev_name, top_k)`` and return the compile jobs of the plans
-    :func:`tune_template` would measure (the search is deterministic, so they are the same plans)."""
+@dataclass(frozen=True)
+class Searched:
+    """A template's search done elsewhere (a worker process), for :func:`tune_template`: the result
+    with ``ranked`` cut to the plans to measure (best first), and the resolved problem."""
+
+    result: SearchResult
+    problem: Mapping[str, Any]
+
+
+def search_jobs(job: tuple) -> tuple[list[tuple], Searched]:
+    """Worker: search ``(name, params, vdev_name, top_k)``; return the compile jobs of the plans
+    :func:`tune_template` measures and the search itself, cut to those plans (small to send back)."""
     from .compiler import schedule_template
 
     name, params, vdev_name, top_k = job
     vdev = hw.get(vdev_name)
     result, problem, _ = schedule_template(name, vdev, params=params)
-    return compile_jobs(name, problem, vdev, diverse_top(result, top_k))
+    picks = diverse_top(result, top_k)
+    light = tuple(replace(c, estimate=replace(c.estimate, trace=())) for c in picks)
+    return compile_jobs(name, problem, vdev, picks), Searched(replace(result, ranked=light, best=light[0]),
+                                                            dict(problem))
+
+
+def _candidates(name: str, vdev: hw.VDevice, params: Mapping[str, Any] | None, top_k: int, space: SearchSpace,
+                seed: int, searched: Searched | None) -> tuple[SearchResult, dict, list[Candidate], Callable]:
+    """(search result, problem, the plans to measure, candidate -> planned PrimFunc): searched here,
+    or taken from ``searched``."""
+    from .compiler import planned_func, schedule_template
+
+    if searched is None:
+        result, problem, build = schedule_template(name, vdev, params=params, space=space, seed=seed)
+        return result, problem, diverse_top(result, top_k), build
+    problem = dict(searched.problem)
+    return (searched.result, problem, list(searched.result.ranked[:top_k]),
+            lambda c: planned_func(name, problem, c))
 
 
 def compile_one(job: tuple) -> str:
@@ -186,12 +212,13 @@ def warm(jobs: list[tuple], workers: int) -> list[str]:
 
 def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = DEFAULT_TOP_K,
                   workers: int | None = None, space: SearchSpace = SearchSpace(), seed: int = 0,
-                  warmup_ms: float = 50.0, rep_ms: float = 500.0) -> TuneResult:
+                  warmup_ms: float = 50.0, rep_ms: float = 500.0, searched: Searched | None = None) -> TuneResult:
     """Search, then measure the ``top_k`` diverse best-predicted plans on the local GPU and keep the fastest.
 
     The candidates compile in ``workers`` processes first (default: one per candidate, up to the
     cores); ``workers=1`` compiles them here, one by one (a caller that warmed TileLang's kernel
-    cache with :func:`search_jobs` and :func:`warm` then only loads them).
+    cache with :func:`search_jobs` and :func:`warm` then only loads them, and can hand over the
+    search those workers did as ``searched``).
 
     Candidates are timed in alternating rounds (``pt_tvm.measure.time_interleaved``), so drift
     during the run cannot favour one of them.
@@ -199,13 +226,11 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     import torch
 
     from . import templates
-    from .compiler import schedule_template
     from .measure import REL_TOL, input_sets, rel_err, time_interleaved
 
     vdev = hw.for_target(target)
     template = templates.get(name)
-    result, problem, build = schedule_template(name, vdev, params=params, space=space, seed=seed)
-    cands = diverse_top(result, top_k)
+    result, problem, cands, build = _candidates(name, vdev, params, top_k, space, seed, searched)
     if workers != 1:  # workers=1: the caller has compiled them already (or compiles in this process)
         jobs = compile_jobs(name, problem, vdev, cands)
         warm(jobs, workers or min(len(jobs), os.cpu_count() or 1))

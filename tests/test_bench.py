@@ -393,17 +393,28 @@ def test_merge_refuses_mixed_devices_and_duplicates(tmp_path, capsys):
 
 
 def test_precompile_jobs_are_the_plans_tuning_measures():
-    """The suite's precompile compiles exactly the plans tune_template will load (same search, same picks)."""
+    """The suite's precompile compiles exactly the plans tune_template will load (same search, same picks),
+    and hands the search over small enough to send between processes."""
+    import pickle
+
     from pt_tvm import hw
     from pt_tvm.compiler import schedule_template
-    from pt_tvm.tune import compile_jobs, diverse_top, search_jobs
+    from pt_tvm.tune import _candidates, compile_jobs, diverse_top, search_jobs
+    from pt_tvm.search import SearchSpace
 
     vdev = hw.get("h100")
     params = {"M": 2048, "N": 2048, "K": 2048}
-    jobs = search_jobs(("gemm", params, "h100", 3))
-    result, problem, _ = schedule_template("gemm", vdev, params=params)
-    assert jobs == compile_jobs("gemm", problem, vdev, diverse_top(result, 3))
+    jobs, searched = search_jobs(("gemm", params, "h100", 3))
+    result, problem, build = schedule_template("gemm", vdev, params=params)
+    picks = diverse_top(result, 3)
+    assert jobs == compile_jobs("gemm", problem, vdev, picks)
     assert len(jobs) == 3 and len({j[3] for j in jobs}) == 3
+    assert len(pickle.dumps(searched)) < 1_000_000
+    handed = pickle.loads(pickle.dumps(searched))
+    got, got_problem, cands, got_build = _candidates("gemm", vdev, params, 3, SearchSpace(), 0, handed)
+    assert got_problem == problem and got.best.plan == result.best.plan
+    assert [c.plan for c in cands] == [c.plan for c in picks]
+    assert [got_build(c).script() for c in cands] == [build(c).script() for c in picks]
 
 
 def test_model_pick_reuses_the_search_of_pt_tvm(monkeypatch):
@@ -422,3 +433,19 @@ def test_model_pick_reuses_the_search_of_pt_tvm(monkeypatch):
     _, handed = systems._pt_tvm_model(template, problem, vdev, shared={"search": result})
     assert compiled[0] == compiled[1] == build().script()
     assert own["plan"] == handed["plan"] == result.best.note
+
+
+def test_precompile_searches_in_workers_and_stops_at_its_deadline():
+    """On a CPU the compiles cannot finish usefully; the searches come back, and the deadline ends it."""
+    import time
+
+    from benchmarks.suite import Config, _config_key, precompile
+    from pt_tvm import hw
+
+    cfg = Config("t", "gemm", {"M": 1024, "N": 1024, "K": 1024, "dtype": "float16"}, ("pt-tvm", "tilelang-auto"))
+    t0 = time.monotonic()
+    searched = precompile([cfg], hw.get("h100"), workers=2, tune_top_k=1, deadline_s=20)
+    assert time.monotonic() - t0 < 60
+    handed = searched[_config_key(cfg.kernel, cfg.problem)]
+    assert handed.problem["M"] == 1024 and len(handed.result.ranked) == 1
+    assert precompile([cfg], hw.get("h100"), workers=1) is None
