@@ -212,7 +212,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         if a.stask in in_flight:
             stream.time = start + tc_issue
         elif a.stask in cp_async:
-            stream.time = start + _CP_ASYNC_ISSUE
+            stream.time = start + cp_async_issue
         else:
             stream.time = start + issue[a.seu] if issue[a.seu] is not None else end
         if it >= 0:
@@ -227,6 +227,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     issue = {s.kind: (s.issue if s.is_async and s.kind != SEUKind.TENSOR_CORE else None) for s in vdev.eu.seus}
     cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU} \
         if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
+    lsu = vdev.eu.seu(SEUKind.LSU)
+    cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
     in_flight = plan.in_flight()  # gemms issued without a wait: their Wait step holds the waiter instead
     tc_issue = vdev.eu.seu(SEUKind.TENSOR_CORE).issue
     sync_cost = _sync_costs(plan, graph)
@@ -306,7 +308,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
 # measured best, 1.2% at 0.8 (0.8% at 0.7); GEMM and Mamba2 picks do not move (tests/test_calibration.py).
 CO_RESIDENT_OVERLAP = 0.8
 
-_CP_ASYNC_ISSUE = 20.0  # cycles a warp spends issuing one tile's cp.async copies (model; like a TMA issue)
+_CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
 
 

@@ -61,7 +61,7 @@ class Style(str, enum.Enum):
     """How the plan reaches TileLang."""
 
     WARP_SPECIALIZED = "warp_specialized"  # T.WSSchedule: TMA producer + consumer warpgroups (Hopper)
-    SOFTWARE_PIPELINE = "software_pipeline"  # T.Pipelined order=/stage= (sm_80, ROCm)
+    SOFTWARE_PIPELINE = "software_pipeline"  # T.Pipelined order=/stage= (sm_80, ROCm; Hopper without WS)
 
 
 @dataclass(frozen=True)
