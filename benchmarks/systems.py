@@ -8,6 +8,7 @@ settings (``tune_top_k`` for pt-tvm); a factory ignores those it does not use.
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any, Callable, Mapping
 
@@ -15,13 +16,14 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
 
 
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
-            tune_workers: int | None = None, shared: dict | None = None, searched: Any = None,
-            **_: Any) -> tuple[Callable, dict]:
+            tune_workers: int | None = None, tune_rep_ms: float | None = None, shared: dict | None = None,
+            searched: Any = None, **_: Any) -> tuple[Callable, dict]:
     """Cost-model search, then the best ``tune_top_k`` plans (default 8) measured on this GPU (pt_tvm.tune).
 
     ``tune_top_k=1`` measures only the model's first choice (no refinement); ``tune_workers=1``
     compiles the candidates in this process (the suite's precompile step has cached them, and hands
-    over its search as ``searched``). The search result goes into ``shared`` (one dict per config)
+    over its search as ``searched``); ``tune_rep_ms`` is the timing per candidate (the run's own
+    ``--rep-ms``). The search result goes into ``shared`` (one dict per config)
     for ``pt-tvm-model``.
     """
     from pt_tvm.tune import tune_template
@@ -32,6 +34,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
         kw["workers"] = int(tune_workers)
     if searched is not None:
         kw["searched"] = searched
+    if tune_rep_ms:
+        kw["rep_ms"] = float(tune_rep_ms)
     tr = tune_template(template.name, vdev, params=problem, **kw)
     if shared is not None:
         shared["search"] = tr.search
@@ -87,6 +91,8 @@ def _sdpa(backend_name: str) -> Callable:
 
 
 def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+    # its on-disk kernel cache (off by default) lets the suite's compile workers build what this process loads
+    os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
     from flash_attn.cute import flash_attn_func
 
     def run(q, k, v):

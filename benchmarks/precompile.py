@@ -1,0 +1,165 @@
+"""Compile a run's kernels in worker processes while the timed process measures the configs already built.
+
+Compiling dominates a run (nvcc on TileLang's CUDA, Inductor, CuTe DSL), timing
+needs the GPU alone: so the workers first run every job that touches the GPU
+(one call of each JIT-compiled peer, filling its on-disk cache) and nothing is
+timed until those are done; then they search each config and compile its
+TileLang kernels, config by config in suite order, while the timed process
+measures config *i* as soon as its kernels are in TileLang's cache. The workers
+run at a lower CPU priority so the timed process's launches are not starved.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import heapq
+import itertools
+import json
+import multiprocessing
+import os
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from .systems import build_system
+
+__all__ = ["Precompiler", "JIT_SYSTEMS", "WAIT_S"]
+
+JIT_SYSTEMS = ("torch-compile", "fa3")  # compiled on their first call, into Inductor's / CuTe DSL's on-disk caches
+_SIZE_FREE = {"fa3": ("batch", "seq_len")}  # problem fields a JIT system does not compile for (one warm-up covers all)
+WAIT_S = 900.0  # longest wait for one config's kernels; past it the timed process compiles what is missing
+
+
+def _lower_priority() -> None:
+    os.nice(10)
+
+
+def _warm(job: tuple) -> str:
+    """Worker: build one system (and call a JIT-compiled one once on the config's shapes)."""
+    system, kernel, problem, vdev_name = job
+    from pt_tvm import hw, templates
+
+    template = templates.get(kernel)
+    fn, info = build_system(system, template, problem, hw.get(vdev_name))
+    if fn is not None and system in JIT_SYSTEMS:
+        import torch
+
+        try:
+            fn(*template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(0)))
+            torch.cuda.synchronize()
+        except Exception as e:  # the timed process meets (and records) it again
+            return f"{type(e).__name__}: {e}"
+    return info.get("error", "ok")
+
+
+class Precompiler:
+    """A pool of ``workers`` spawned processes fed in priority order: GPU-touching warm-ups, then per
+    config (in the order given) its pt-tvm search, then the kernels that search picked and TileLang's
+    own schedule. :meth:`ready` blocks until a config's kernels are compiled and returns its search
+    (``pt_tvm.tune.Searched``, for ``tune_template``) or None."""
+
+    def __init__(self, configs: Sequence[Any], vdev: Any, workers: int, tune_top_k: int | None = None) -> None:
+        from pt_tvm import tune
+
+        self._top_k = tune_top_k or tune.DEFAULT_TOP_K
+        self._vdev = vdev.name
+        self._lock = threading.RLock()  # a future already done runs its callback at once, lock held
+        self._queue: list[tuple] = []  # (priority, seq, fn, job, config index or None)
+        self._seq = itertools.count()
+        self._slots = workers
+        self._compiled: set[str] = set()  # compile jobs already queued (configs can share a kernel)
+        self._left = [1] * len(configs)  # per config: its search plus the compiles it queued, not yet done
+        self._done = [threading.Event() for _ in configs]
+        self._searched: dict[int, Any] = {}
+        self._jit_left = 0
+        self._jit_done = threading.Event()
+        self._pool = concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority)
+        warmed: set[str] = set()
+        with self._lock:
+            for i, c in enumerate(configs):
+                for s in c.systems:
+                    if s in JIT_SYSTEMS:
+                        shape = {k: v for k, v in c.problem.items() if k not in _SIZE_FREE.get(s, ())}
+                        key = json.dumps([s, c.kernel, shape], sort_keys=True, default=str)
+                        if key not in warmed:
+                            warmed.add(key)
+                            self._jit_left += 1
+                            self._push((0,), _warm, (s, c.kernel, dict(c.problem), self._vdev), None)
+                    elif s == "tilelang-auto" or (s == "pt-tvm-model" and "pt-tvm" not in c.systems):
+                        self._left[i] += 1
+                        self._push((1, i), _warm, (s, c.kernel, dict(c.problem), self._vdev), i)
+                if "pt-tvm" in c.systems:
+                    self._push((1, i, 0), tune.search_jobs, (c.kernel, dict(c.problem), self._vdev, self._top_k), i)
+                else:
+                    self._left[i] -= 1
+                    self._check(i)
+            if not self._jit_left:
+                self._jit_done.set()
+            self._dispatch()
+
+    def _push(self, priority: tuple, fn: Callable, job: tuple, index: int | None) -> None:
+        heapq.heappush(self._queue, (priority, next(self._seq), fn, job, index))
+
+    def _dispatch(self) -> None:  # with the lock held
+        while self._slots and self._queue:
+            _, _, fn, job, index = heapq.heappop(self._queue)
+            self._slots -= 1
+            try:
+                fut = self._pool.submit(fn, job)
+            except RuntimeError:  # the pool is broken (a worker died) or shut down: compile in the timed process
+                self._queue.clear()
+                self._jit_done.set()
+                for e in self._done:
+                    e.set()
+                return
+            fut.add_done_callback(lambda f, fn=fn, i=index: self._finished(f, fn, i))
+
+    def _finished(self, fut: concurrent.futures.Future, fn: Callable, index: int | None) -> None:
+        from pt_tvm import tune
+
+        with self._lock:
+            self._slots += 1
+            if index is None:
+                self._jit_left -= 1
+                if not self._jit_left:
+                    self._jit_done.set()
+            else:
+                if fn is tune.search_jobs and not fut.cancelled() and fut.exception() is None:
+                    compiles, self._searched[index] = fut.result()
+                    for job in compiles:
+                        key = json.dumps(job, sort_keys=True)
+                        if key not in self._compiled:
+                            self._compiled.add(key)
+                            self._left[index] += 1
+                            self._push((1, index, 1), tune.compile_one, job, index)
+                # a failed search or compile is met again, and recorded, by the timed process
+                self._left[index] -= 1
+                self._check(index)
+            self._dispatch()
+
+    def _check(self, index: int) -> None:
+        if self._left[index] == 0:
+            self._done[index].set()
+
+    def ready(self, index: int, timeout: float = WAIT_S) -> Any:
+        """Wait for config ``index``'s kernels (and for every GPU-touching warm-up); its search or None."""
+        end = time.monotonic() + timeout
+        self._jit_done.wait(max(0.0, end - time.monotonic()))
+        self._done[index].wait(max(0.0, end - time.monotonic()))
+        with self._lock:
+            return self._searched.get(index)
+
+    def close(self) -> None:
+        """Stop the workers (queued jobs are dropped, running ones killed)."""
+        with self._lock:
+            self._queue.clear()
+        workers = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for p in workers:
+            p.terminate()
+
+    def __enter__(self) -> "Precompiler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
