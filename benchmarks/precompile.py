@@ -16,6 +16,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -24,9 +25,12 @@ from .systems import build_system
 
 __all__ = ["Precompiler", "JIT_SYSTEMS", "WAIT_S"]
 
-JIT_SYSTEMS = ("torch-compile", "fa3")  # compiled on their first call, into Inductor's / CuTe DSL's on-disk caches
-_SIZE_FREE = {"fa3": ("batch", "seq_len")}  # problem fields a JIT system does not compile for (one warm-up covers all)
-WAIT_S = 900.0  # longest wait for one config's kernels; past it the timed process compiles what is missing
+# compiled on their first call into an on-disk cache (Inductor's); flash-attn-4's CuTe kernels are not listed:
+# their cache lives in the process (its on-disk one is off by default; with it on, a run on one H200 made no
+# progress in 580 s, cause not found)
+JIT_SYSTEMS = ("torch-compile",)
+JIT_WAIT_S = 300.0  # longest wait for the GPU-touching warm-ups; past it timing starts (a stuck one is left)
+WAIT_S = 600.0  # longest wait for one config's kernels; past it the timed process compiles what is missing
 
 
 def _lower_priority() -> None:
@@ -46,6 +50,7 @@ def _warm(job: tuple) -> str:
         try:
             fn(*template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(0)))
             torch.cuda.synchronize()
+            torch.cuda.empty_cache()  # fifteen workers' cached blocks would crowd the timed process
         except Exception as e:  # the timed process meets (and records) it again
             return f"{type(e).__name__}: {e}"
     return info.get("error", "ok")
@@ -57,9 +62,11 @@ class Precompiler:
     own schedule. :meth:`ready` blocks until a config's kernels are compiled and returns its search
     (``pt_tvm.tune.Searched``, for ``tune_template``) or None."""
 
-    def __init__(self, configs: Sequence[Any], vdev: Any, workers: int, tune_top_k: int | None = None) -> None:
+    def __init__(self, configs: Sequence[Any], vdev: Any, workers: int, tune_top_k: int | None = None,
+                 log: Any = None) -> None:
         from pt_tvm import tune
 
+        self._log = log if log is not None else sys.stderr
         self._top_k = tune_top_k or tune.DEFAULT_TOP_K
         self._vdev = vdev.name
         self._lock = threading.RLock()  # a future already done runs its callback at once, lock held
@@ -79,8 +86,7 @@ class Precompiler:
             for i, c in enumerate(configs):
                 for s in c.systems:
                     if s in JIT_SYSTEMS:
-                        shape = {k: v for k, v in c.problem.items() if k not in _SIZE_FREE.get(s, ())}
-                        key = json.dumps([s, c.kernel, shape], sort_keys=True, default=str)
+                        key = json.dumps([s, c.kernel, dict(c.problem)], sort_keys=True, default=str)
                         if key not in warmed:
                             warmed.add(key)
                             self._jit_left += 1
@@ -142,12 +148,22 @@ class Precompiler:
             self._done[index].set()
 
     def ready(self, index: int, timeout: float = WAIT_S) -> Any:
-        """Wait for config ``index``'s kernels (and for every GPU-touching warm-up); its search or None."""
-        end = time.monotonic() + timeout
-        self._jit_done.wait(max(0.0, end - time.monotonic()))
-        self._done[index].wait(max(0.0, end - time.monotonic()))
+        """Wait for config ``index``'s kernels (and for the GPU-touching warm-ups); its search or None.
+        Waits longer than a second, and waits given up, are logged."""
+        t0 = time.monotonic()
+        if not self._jit_done.is_set():
+            done = self._jit_done.wait(min(timeout, JIT_WAIT_S))
+            self._say(f"JIT warm-ups {'done' if done else 'not done, timing starts anyway'} after "
+                      f"{time.monotonic() - t0:.0f} s")
+        done = self._done[index].wait(max(0.0, t0 + timeout - time.monotonic()))
+        waited = time.monotonic() - t0
+        if waited > 1.0 or not done:
+            self._say(f"config {index} {'ready' if done else 'not ready (compiled here)'} after {waited:.0f} s")
         with self._lock:
             return self._searched.get(index)
+
+    def _say(self, text: str) -> None:
+        print(f"precompile: {text}", file=self._log, flush=True)
 
     def close(self) -> None:
         """Stop the workers (queued jobs are dropped, running ones killed)."""

@@ -94,7 +94,7 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
     with contextlib.ExitStack() as stack:
         pre = None
         if workers > 1:
-            pre = stack.enter_context(Precompiler(configs, vdev, workers, options.get("tune_top_k")))
+            pre = stack.enter_context(Precompiler(configs, vdev, workers, options.get("tune_top_k"), log=log))
             options["tune_workers"] = 1  # pt-tvm's candidates come compiled: load them in this process
         for i, cfg in enumerate(configs):
             searched = pre.ready(i) if pre is not None else None

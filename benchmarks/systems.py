@@ -8,7 +8,6 @@ settings (``tune_top_k`` for pt-tvm); a factory ignores those it does not use.
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Any, Callable, Mapping
 
@@ -91,8 +90,6 @@ def _sdpa(backend_name: str) -> Callable:
 
 
 def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    # its on-disk kernel cache (off by default) lets the suite's compile workers build what this process loads
-    os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
     from flash_attn.cute import flash_attn_func
 
     def run(q, k, v):
