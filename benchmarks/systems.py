@@ -42,7 +42,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),
                        "tune_s": round(time.perf_counter() - t0, 1), "predicted_ms": best.seconds * 1e3,
                        "candidates": [{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
-                                       "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "error": m.error,
+                                       "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "rel_err": m.rel_err,
+                                       "error": m.error,
                                        "plan": m.candidate.plan.to_dict()}
                                       for m in tr.measured]}
 

@@ -16,7 +16,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 __all__ = ["Timing", "time_fn", "time_interleaved", "rel_err", "input_sets", "REL_TOL"]
 
-REL_TOL = {"float16": 1e-2, "bfloat16": 2e-2}  # fp16/bf16 operands with fp32 accumulation (METHOD.md ranges)
+# fp16/bf16 operands with fp32 accumulation. Every correct kernel of the recorded H200 runs, peers included,
+# stayed under 7.5e-4 (fp16) and 5.9e-3 (bf16); a chunk_scan plan that read shared memory still being filled
+# scored 7e-3 in fp16, which a bound of 1e-2 let through.
+REL_TOL = {"float16": 2e-3, "bfloat16": 1e-2}
 
 
 @dataclass(frozen=True)

@@ -259,6 +259,9 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
             checked.append((c, err))
         except Exception as e:  # a candidate that fails to compile or launch is reported, not fatal
             failed.append(Measured(c, None, None, f"{type(e).__name__}: {str(e).strip()[-300:]}"))
+    checked, suspect = _error_outliers(checked)
+    failed += [Measured(c, None, err, f"suspect result: relative error {err:.3g} is over {_OUTLIER:g}x the "
+                        f"smallest of the other plans (a race?)") for c, err in suspect]
     times = time_interleaved({str(id(c)): kernels[id(c)] for c, _ in checked}, sets,
                              warmup_ms=warmup_ms, round_ms=rep_ms / 5)
     measured = [Measured(c, times[str(id(c))].ms, err) for c, err in checked] + failed
@@ -268,6 +271,20 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
                            + "\n".join(f"  {m.candidate.note}: {m.error}" for m in measured))
     best = min(valid, key=lambda m: m.ms)
     return TuneResult(best, kernels[id(best.candidate)], tuple(measured), result, problem)
+
+
+_OUTLIER = 4.0  # plans of one kernel agree to within ~1.1x in error; a race reads stale data (30x, chunk_scan)
+
+
+def _error_outliers(checked: list[tuple[Candidate, float]]) -> tuple[list, list]:
+    """(kept, suspect): plans whose error is over ``_OUTLIER`` times the smallest error among the checked
+    ones. Every plan computes the same function in the same precision, so a plan far less accurate than
+    its siblings is reading something it should not, even when it passes the tolerance."""
+    if len(checked) < 2:
+        return checked, []
+    floor = max(min(err for _, err in checked), 1e-6)
+    return ([(c, e) for c, e in checked if e <= _OUTLIER * floor],
+            [(c, e) for c, e in checked if e > _OUTLIER * floor])
 
 
 def report(tr: TuneResult) -> str:

@@ -30,3 +30,13 @@ def test_every_style_gets_measured(gemm_result, k):
     assert len(picks) == k and len({id(c) for c in picks}) == k
     assert picks[0] is ranked[0] and best_sp in picks
     assert sum(c.plan.style == Style.WARP_SPECIALIZED for c in picks) == k - 1
+
+
+def test_error_outliers_flag_a_plan_far_less_accurate_than_its_siblings():
+    """A plan within the tolerance but 30x less accurate than the others (chunk_scan's race) is set aside."""
+    from pt_tvm.tune import _error_outliers
+
+    kept, suspect = _error_outliers([("a", 2.26e-4), ("b", 2.3e-4), ("race", 6.9e-3)])
+    assert [c for c, _ in kept] == ["a", "b"] and [c for c, _ in suspect] == ["race"]
+    assert _error_outliers([("only", 5e-3)]) == ([("only", 5e-3)], [])
+    assert _error_outliers([("a", 2e-4), ("b", 6e-4)])[1] == []
