@@ -3,9 +3,9 @@ from .extract import GRAPH_ATTR, ExtractSTaskGraph, extract_stask_graph, graph_o
 from .ir import ExtractionError
 
 __all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "GRAPH_ATTR", "ExtractionError"]
-from .apply import ApplyPipelineSchedule, ScheduleMismatch, apply_plan, pass_configs
+from .apply import ApplyPipelineSchedule, ScheduleMismatch, apply_plan, check_emitted, pass_configs
 
-__all__ += ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "ScheduleMismatch"]
+__all__ += ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
 from .pipethreader import PipeThreader
 
 __all__ += ["PipeThreader"]

@@ -16,18 +16,20 @@ import tilelang.language as T
 from tilelang import tvm
 from tvm import tirx
 
+from pt_tvm.emitted import EmissionError, cp_async_hazards, stage_distances
 from pt_tvm.graph import Placement, STaskGraph
 from pt_tvm.plan import ExecutionPlan, Pipeline, Style, emission_configs
 
 from .extract import extract_stask_graph
 from .ir import WS_OP_ID, find_root_block, is_pipelined, top_level
 
-__all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "ScheduleMismatch"]
+__all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
 
 _WS_SCHEDULE = "tl.ws_schedule"
 _WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
 _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
 _CONFIGS = "pt_tvm.pass_configs"  # PrimFunc attribute: TileLang pass configs the plan needs (JSON)
+_STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted needs of a software pipeline (JSON)
 
 
 class ScheduleMismatch(ValueError):
@@ -55,7 +57,22 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, graph: STaskGraph | Non
         func.body, None, lambda n: new_block if n.same_as(block) else None, ["tirx.SBlock"])
     func = func.with_body(body, span=func.span)
     configs = emission_configs(plan, graph, vdev)
-    return func.with_attr(_CONFIGS, json.dumps(configs, sort_keys=True)) if configs else func
+    if configs:
+        func = func.with_attr(_CONFIGS, json.dumps(configs, sort_keys=True))
+    stages = stage_distances(plan, graph)
+    return func.with_attr(_STAGES, json.dumps(stages, sort_keys=True)) if stages else func
+
+
+def check_emitted(func: tirx.PrimFunc, source: str) -> None:
+    """Raise :class:`pt_tvm.emitted.EmissionError` when ``source``, the CUDA TileLang emitted for
+    ``func``, reads shared memory that a cp.async of its software pipeline may still be filling."""
+    recorded = func.attrs.get(_STAGES) if func.attrs is not None else None
+    if recorded is None:
+        return
+    found = cp_async_hazards(source, json.loads(str(recorded)))
+    if found:
+        raise EmissionError(f"TileLang's kernel for {func.attrs.get('global_symbol', 'the plan')} breaks its "
+                            "software pipeline:\n" + "\n".join(f"  - {h}" for h in found))
 
 
 def pass_configs(func: tirx.PrimFunc, base: Mapping[str, Any] | None = None) -> dict[str, Any]:

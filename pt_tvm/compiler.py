@@ -153,10 +153,13 @@ def lower_planned(func: Any, target: Any, pass_configs: Mapping[str, Any] | None
     """``tilelang.lower`` of a PrimFunc that already carries its plan (or TileLang's own schedule)."""
     import tilelang
 
+    from .passes import check_emitted
     from .passes import pass_configs as planned_configs
 
     with tilelang.transform.PassContext(config=planned_configs(func, pass_configs)), target:
-        return tilelang.lower(func, target=target)
+        artifact = tilelang.lower(func, target=target)
+    check_emitted(func, artifact.kernel_source)
+    return artifact
 
 
 def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
@@ -165,11 +168,12 @@ def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
     """``tilelang.compile`` of ``func`` with ``plan`` (searched when None) applied.
 
     ``target`` defaults to the current ``with Target``; a target pt-tvm has no model
-    for compiles ``func`` unchanged (TileLang's own schedule) with a FallbackWarning.
+    for compiles ``func`` unchanged (TileLang's own schedule) with a FallbackWarning. The emitted
+    CUDA is checked against the plan (:func:`pt_tvm.passes.check_emitted`).
     """
     import tilelang
 
-    from .passes import apply_plan
+    from .passes import apply_plan, check_emitted
     from .passes import pass_configs as planned_configs
 
     if target is None:
@@ -179,6 +183,8 @@ def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
     vdev = _vdevice(target)
     if vdev is not None:
         func = apply_plan(func, _plan_for(func, vdev, plan, **search_kw))
-    return tilelang.compile(func, out_idx=list(out_idx) if isinstance(out_idx, Sequence) else out_idx,
-                            target=vdev.tvm_target() if vdev else target,
-                            pass_configs=planned_configs(func, pass_configs))
+    kernel = tilelang.compile(func, out_idx=list(out_idx) if isinstance(out_idx, Sequence) else out_idx,
+                              target=vdev.tvm_target() if vdev else target,
+                              pass_configs=planned_configs(func, pass_configs))
+    check_emitted(func, kernel.get_kernel_source())
+    return kernel

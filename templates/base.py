@@ -83,13 +83,16 @@ class Template:
 
     def compile(self, func: Any, target: Any) -> Any:
         """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs
-        (plus those its plan recorded, see :func:`pt_tvm.passes.pass_configs`)."""
+        (plus those its plan recorded, see :func:`pt_tvm.passes.pass_configs`), its emitted CUDA checked
+        (:func:`pt_tvm.passes.check_emitted`)."""
         import tilelang
 
-        from pt_tvm.passes import pass_configs
+        from pt_tvm.passes import check_emitted, pass_configs
 
-        return tilelang.compile(func, out_idx=list(self.out_idx), target=target,
-                                pass_configs=pass_configs(func, self.pass_configs))
+        kernel = tilelang.compile(func, out_idx=list(self.out_idx), target=target,
+                                  pass_configs=pass_configs(func, self.pass_configs))
+        check_emitted(func, kernel.get_kernel_source())
+        return kernel
 
 
 def _coerce(template: str, key: str, default: Any, value: Any) -> Any:

@@ -25,6 +25,8 @@ from pt_tvm.measure import REL_TOL
 from pt_tvm.plan import Style
 from pt_tvm.templates import TemplateError, get, names
 
+from _util import RACY_LOOP, chunk_scan_plan
+
 SM90 = {"kind": "cuda", "arch": "sm_90a"}
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 
@@ -325,44 +327,19 @@ def test_search_and_emit(name: str, chip: str, tmp_path) -> None:
         _nvcc(src, {"h100": "90a", "a100": "80"}[chip], tmp_path)
 
 
-# The loop of a chunk_scan plan measured wrong on one H200 (relative error 7e-3): the scores (par_1) come
-# ahead of the cp.async loads of dt, dA and cb, with the x load between them.
-_RACY_LOOP = ("par_1", "gemm_1", "copy_5", "copy_6", "copy_4", "copy_3")
-
-
-def _chunk_scan_plan(loop: tuple[str, ...], num_stages: int = 2):
-    from pt_tvm import hw
-    from pt_tvm.passes import extract_stask_graph
-    from pt_tvm.plan import Append, ExecutionPlan, Pipeline, Role
-    from pt_tvm.hw import SEUKind
-
-    problem, tile = get("chunk_scan").resolve(seqlen=1024, block_M=64, block_N=64, block_K=64)
-    graph = extract_stask_graph(get("chunk_scan").build(**problem, **tile), hw.get("h200"))
-    seu = {"copy": SEUKind.LSU, "gemm": SEUKind.TENSOR_CORE, "par": SEUKind.SFU}
-    stage = {"par_1": 1, "gemm_1": 1} if num_stages > 1 else {}
-    order = ["copy_0", "copy_1", "copy_2", "gemm_0", "par_0", *loop, "copy_7", "par_2", "copy_8", "copy_9"]
-    steps = tuple(Append(t, "block", SEUKind.CUDA_CORE if t == "par_2" else seu[t.split("_")[0]], stage.get(t, 0))
-                  for t in order)
-    pipes = (Pipeline("p_cb_shared", ("cb_shared", "dA_k_shared", "dt_k_shared"), num_stages, "block", "block", "loop"),
-             Pipeline("p_x_shared", ("x_shared",), num_stages, "block", "block", "loop"))
-    plan = ExecutionPlan("chunk_scan", "h200", Style.SOFTWARE_PIPELINE, (Role("block", 0, 4),), steps, pipes,
-                         num_stages, tile=tile)
-    return plan, graph
-
-
 def test_cp_async_reader_ahead_of_split_loads_is_rejected() -> None:
     """The measured race is an emission violation; the same reader ahead of adjacent loads (one cp.async
     group, emitted with ``cp_async_wait<0>``) and program orders are not."""
     from pt_tvm import hw
 
     vdev = hw.get("h200")
-    plan, graph = _chunk_scan_plan(_RACY_LOOP)
+    plan, graph = chunk_scan_plan(RACY_LOOP)
     found = [str(v) for v in plan.violations(graph, vdev)]
     assert len(found) == 1 and "[emission] par_1 comes ahead of its cp.async loads" in found[0], found
     for loop, stages in ((("par_1", "gemm_1", "copy_6", "copy_5", "copy_4", "copy_3"), 2),
                          (("copy_3", "copy_4", "copy_5", "par_1", "copy_6", "gemm_1"), 2),
                          (("copy_3", "copy_4", "copy_5", "copy_6", "par_1", "gemm_1"), 1)):
-        plan, graph = _chunk_scan_plan(loop, stages)
+        plan, graph = chunk_scan_plan(loop, stages)
         assert not plan.violations(graph, vdev), (loop, stages)
 
 
