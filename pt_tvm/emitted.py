@@ -57,6 +57,7 @@ def _loops(lines: list[str]) -> Iterator[list[str]]:
 
 
 def _events(body: list[str], shared: set[str]) -> list[_Event]:
+    names = re.compile(r"\b(" + "|".join(sorted(shared)) + r")\b") if shared else None
     out = []
     for line in body:
         if "cp_async_commit" in line:
@@ -65,8 +66,8 @@ def _events(body: list[str], shared: set[str]) -> list[_Event]:
             out.append(_Event("wait", int(m.group(1))))
         elif m := _LOAD.search(line):
             out.append(_Event("load", m.group(1)))
-        else:
-            out += [_Event("read", name) for name in sorted(shared) if re.search(rf"\b{name}\b", line)]
+        elif names is not None:
+            out += [_Event("read", name) for name in sorted(set(names.findall(line)))]
     return out
 
 
@@ -106,10 +107,10 @@ def cp_async_hazards(source: str, distance: dict[str, int]) -> list[str]:
             if j >= groups:
                 found.append(f"{e.arg} is loaded with cp.async but its group is never committed in the loop")
                 continue
-            before = [w for w in waits if w < p]
             if not waits:
                 found.append(f"the loop reads {e.arg} but waits for no cp.async group")
                 continue
+            before = [w for w in waits if w < p]
             w, back = (before[-1], 0) if before else (waits[-1], 1)  # else the last wait of the iteration before
             after = (d - back) * groups + sum(c < w for c in commits) - 1 - j  # groups committed after the needed one
             need = events[w].arg
