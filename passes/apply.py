@@ -16,9 +16,10 @@ import tilelang.language as T
 from tilelang import tvm
 from tvm import tirx
 
-from pt_tvm.emitted import EmissionError, cp_async_hazards, stage_distances
+from pt_tvm.emitted import EmissionError, cp_async_hazards, named_barrier_clash, stage_distances
 from pt_tvm.graph import Placement, STaskGraph
-from pt_tvm.plan import ExecutionPlan, Pipeline, Style, emission_configs
+from pt_tvm.plan import (ExecutionPlan, Handoff, Pipeline, Style, base_stage, emission_configs, handoff_barriers,
+                         wgmma_waits)
 
 from .extract import extract_stask_graph
 from .ir import WS_OP_ID, find_root_block, is_pipelined, top_level
@@ -30,6 +31,7 @@ _WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in fligh
 _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
 _CONFIGS = "pt_tvm.pass_configs"  # PrimFunc attribute: TileLang pass configs the plan needs (JSON)
 _STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted needs of a software pipeline (JSON)
+_BARRIERS = "pt_tvm.named_barriers"  # PrimFunc attribute: the named-barrier ids the plan's handoffs take (JSON)
 
 
 class ScheduleMismatch(ValueError):
@@ -50,7 +52,7 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, graph: STaskGraph | Non
     plan.verify(graph, vdev)
     block = find_root_block(func, graph.name)
     if plan.style == Style.WARP_SPECIALIZED:
-        new_block = _warp_specialize(block, plan, graph)
+        new_block = _warp_specialize(block, plan, graph, vdev)
     else:
         new_block = _software_pipeline(block, plan, graph)
     body = tirx.stmt_functor.ir_transform(
@@ -60,16 +62,22 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, graph: STaskGraph | Non
     if configs:
         func = func.with_attr(_CONFIGS, json.dumps(configs, sort_keys=True))
     stages = stage_distances(plan, graph)
-    return func.with_attr(_STAGES, json.dumps(stages, sort_keys=True)) if stages else func
+    if stages:
+        func = func.with_attr(_STAGES, json.dumps(stages, sort_keys=True))
+    barriers = sorted(i for ids in handoff_barriers(plan, vdev).values() for i in ids)
+    return func.with_attr(_BARRIERS, json.dumps(barriers)) if barriers else func
 
 
 def check_emitted(func: tirx.PrimFunc, source: str) -> None:
     """Raise :class:`pt_tvm.emitted.EmissionError` when ``source``, the CUDA TileLang emitted for
-    ``func``, reads shared memory that a cp.async of its software pipeline may still be filling."""
-    recorded = func.attrs.get(_STAGES) if func.attrs is not None else None
-    if recorded is None:
-        return
-    found = cp_async_hazards(source, json.loads(str(recorded)))
+    ``func``, reads shared memory that a cp.async of its software pipeline may still be filling, or
+    syncs TileLang's own threads on a named barrier that the plan's handoffs take."""
+    attrs = func.attrs if func.attrs is not None else {}
+    found = []
+    if attrs.get(_STAGES) is not None:
+        found += cp_async_hazards(source, json.loads(str(attrs[_STAGES])))
+    if attrs.get(_BARRIERS) is not None:
+        found += named_barrier_clash(source, json.loads(str(attrs[_BARRIERS])))
     if found:
         raise EmissionError(f"TileLang's kernel for {func.attrs.get('global_symbol', 'the plan')} breaks its "
                             "software pipeline:\n" + "\n".join(f"  - {h}" for h in found))
@@ -129,24 +137,73 @@ def _split(block: tirx.SBlock) -> tuple[list, tirx.For, list, list]:
     return stmts[:idx], loop, top_level(loop.body), stmts[idx + 1:]
 
 
-def _stamp_all(stmts: list[tirx.Stmt], ids: Any, in_flight: Any = ()) -> list[tirx.Stmt]:
+def _stamp_all(stmts: list[tirx.Stmt], ids: Any, waits: Mapping[str, tirx.Stmt] | None = None) -> list[tirx.Stmt]:
     """Each tile-op statement named by the next sTask id; scalar ``Bind`` statements stay as they are.
 
-    A gemm kept in flight is issued without its implicit wait (``wg_wait=-1``) and followed by
-    its own ``T.wait_wgmma(0)`` statement, named ``wait_<gemm>``, which the schedule places."""
+    A gemm kept in flight is issued without its implicit wait (``wg_wait=-1``) and followed by its
+    own wait statement (``waits``), named ``wait_<gemm>``, which the schedule places."""
+    waits = waits or {}
     out = []
     for s in stmts:
         if isinstance(s, tirx.Bind):
             out.append(s)
             continue
         sid = next(ids)
-        if sid in in_flight:
+        if sid in waits:
             out.append(_stamp(s, sid, {_WG_WAIT: tirx.IntImm("int32", -1)}))
-            out.append(tirx.AttrStmt(None, WS_OP_ID, tirx.StringImm(_wait_id(sid)),
-                                     tirx.Evaluate(T.wait_wgmma(0))))
+            out.append(_op(_wait_id(sid), waits[sid]))
         else:
             out.append(_stamp(s, sid))
     return out
+
+
+def _wgmma_wait(offsets: tuple[int, ...], k: tirx.Var) -> tirx.Stmt:
+    """``wait_wgmma<N>`` where ``N`` counts the ``offsets`` <= ``k``: a group issued ``o`` stages behind
+    exists from loop step ``o`` on (:func:`pt_tvm.plan.wgmma_waits`); TileLang folds the test per step."""
+    stmt = tirx.Evaluate(T.wait_wgmma(sum(o <= 0 for o in offsets)))
+    for o in sorted({o for o in offsets if o > 0}):
+        stmt = tirx.IfThenElse(k >= o, tirx.Evaluate(T.wait_wgmma(sum(x <= o for x in offsets))), stmt)
+    return stmt
+
+
+def _drained_roles(plan: ExecutionPlan, graph: STaskGraph) -> list[str]:
+    """Roles that keep a gemm in flight stages behind their base: the last loop step issues it after the
+    last wait, so the role waits for every wgmma once the loop ends."""
+    return sorted({plan.append_of(g).role for g in plan.in_flight()
+                   if plan.append_of(g).stage > base_stage(plan, graph, plan.append_of(g).role)})
+
+
+def _drain_id(role: str) -> str:
+    return f"drain_{role}"
+
+
+def _op(op_id: str, value: Any) -> tirx.Stmt:
+    """A statement of pt-tvm's own (a wait, a barrier), named for the schedule to place."""
+    stmt = value if isinstance(value, tirx.Stmt) else tirx.Evaluate(value)
+    return tirx.AttrStmt(None, WS_OP_ID, tirx.StringImm(op_id), stmt)
+
+
+def _handoff_ops(h: Handoff, plan: ExecutionPlan, vdev: Any, barriers: tuple[int, ...]) -> tuple[list, list]:
+    """(root statements, loop statements) of a handoff: warpgroup 0 opens its own first turn before the
+    loop; each turn waits on the warpgroup's barrier and hands on to the next one's.
+
+    A barrier counts two warpgroups' threads: the one waiting (bar.sync) and the one handing on (bar.arrive).
+    """
+    eu = vdev.eu
+    role = plan.role(h.role)
+    n, threads = len(barriers), 2 * eu.warpgroup_threads
+    w = T.get_warp_group_idx() - role.warp_lo // eu.warpgroup_warps
+    first = barriers[0]
+    init = tirx.IfThenElse(w == 0, tirx.Evaluate(T.named_barrier_arrive(first, threads)), None)
+    sync = T.sync_threads(first + w, threads)
+    arrive = T.named_barrier_arrive(first + tirx.FloorMod(w + 1, n), threads)
+    return ([_op(_turn_ids(h)[0], init)],
+            [_op(_turn_ids(h)[1], sync), _op(_turn_ids(h)[2], arrive)])
+
+
+def _turn_ids(h: Handoff) -> tuple[str, str, str]:
+    """ws_op ids of a handoff's first-turn arrive, per-turn wait and hand-on."""
+    return f"turn_init_{h.role}", f"turn_wait_{h.role}", f"turn_hand_on_{h.role}"
 
 
 def _wait_id(gemm: str) -> str:
@@ -169,11 +226,17 @@ def _software_pipeline(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGrap
 
 
 # ---------------------------------------------------------------- WSSchedule
-def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph) -> tirx.SBlock:
+def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph, vdev: Any) -> tirx.SBlock:
     pro, loop, body, epi = _split(block)
     stamped = iter(t.id for t in graph.stasks)
-    in_flight = plan.in_flight()
-    pro, body, epi = (_stamp_all(part, stamped, in_flight) for part in (pro, body, epi))
+    later = wgmma_waits(plan, graph)
+    waits = {gemm: _wgmma_wait(later.get(gemm, ()), loop.loop_var) for gemm in plan.in_flight()}
+    pro, body, epi = (_stamp_all(part, stamped, waits) for part in (pro, body, epi))
+    epi = [*(_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)), *epi]
+    barriers = handoff_barriers(plan, vdev)
+    for h in plan.handoffs:
+        root_ops, loop_ops = _handoff_ops(h, plan, vdev, barriers[h.role])
+        pro, body = [*pro, *root_ops], [*body, *loop_ops]
     new_loop = _with_loop_annotations(loop, {WS_OP_ID: graph.loop.id}, body=_seq(body))
     buffers = {b.name: b for b in block.alloc_buffers}
     schedule = T.WSSchedule(
@@ -210,17 +273,30 @@ def _bracket(entries: list[Any], pipes: list[Pipeline], touches, role_is_produce
 
 def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     pipes = [p for p in plan.pipelines if p.scope == "loop"]
-    waits = {waiter: _wait_id(gemm) for gemm, waiter in plan.in_flight().items()}
+    waits: dict[str, list[str]] = {}  # waiter -> the waits placed before it, oldest gemm first
+    for gemm, waiter in plan.in_flight().items():
+        waits.setdefault(waiter, []).append(gemm)
+    issue = {a.stask: i for i, a in enumerate(plan.appends)}
     gemm_of = {_wait_id(gemm): gemm for gemm in plan.in_flight()}
+    turns = {h.role: h for h in plan.handoffs}
+    barriers = {i for h in plan.handoffs for i in _turn_ids(h)}
 
     def touches(entry: str, p: Pipeline) -> bool:  # a wait holds the in-flight gemm's buffers until it returns
-        return _touches(graph, gemm_of.get(entry, entry), p)
+        if entry in gemm_of:
+            return _touches(graph, gemm_of[entry], p)
+        return entry not in barriers and _touches(graph, entry, p)
 
     bodies = {}
     for r in plan.roles:
+        h = turns.get(r.name)
         ids = []
         for a in plan.program(r.name, graph, Placement.LOOP):
-            ids += [waits[a.stask], a.stask] if a.stask in waits else [a.stask]
+            if h and a.stask == h.first:
+                ids.append(_turn_ids(h)[1])
+            ids += [_wait_id(g) for g in sorted(waits.get(a.stask, ()), key=issue.__getitem__)]
+            ids.append(a.stask)
+            if h and a.stask == h.last:
+                ids.append(_turn_ids(h)[2])
         producer = any(p.producer == r.name for p in pipes)
         bodies[r.name] = _bracket(ids, pipes, touches, producer,
                                   lambda sid: plan.append_of(gemm_of.get(sid, sid)).stage)
@@ -230,16 +306,21 @@ def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
 def _root_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     pipes = [p for p in plan.pipelines if p.scope == "root"]
     loop_reads = {b for t in graph.loop_stasks for b in t.read_buffers()}
+    inits = {h.role: _turn_ids(h)[0] for h in plan.handoffs}
+    drained = _drained_roles(plan, graph)
+    own = {*inits.values(), *map(_drain_id, drained)}
     bodies = {}
     for r in plan.roles:
-        ids = ([a.stask for a in plan.program(r.name, graph, Placement.PROLOGUE)] + [graph.loop.id]
+        ids = ([a.stask for a in plan.program(r.name, graph, Placement.PROLOGUE)]
+               + ([inits[r.name]] if r.name in inits else []) + [graph.loop.id]
+               + ([_drain_id(r.name)] if r.name in drained else [])
                + [a.stask for a in plan.program(r.name, graph, Placement.EPILOGUE)])
         producer = any(p.producer == r.name for p in pipes)
 
         def touches(entry: str, p: Pipeline) -> bool:
             if entry == graph.loop.id:
                 return not producer and bool(set(p.buffers) & loop_reads)
-            return _touches(graph, entry, p)
+            return entry not in own and _touches(graph, entry, p)
 
         bodies[r.name] = _bracket(ids, pipes, touches, producer, lambda _: 0)
     return bodies

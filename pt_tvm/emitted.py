@@ -7,6 +7,9 @@ body of the emitted kernel and checks, for every read of a shared buffer the
 loop loads, that the wait in force covers the group that loaded the data the
 read needs: the data of ``d`` iterations earlier, ``d`` being the plan's stage
 distance from the load to its readers.
+
+:func:`named_barrier_clash` checks that TileLang's own partial-block syncs
+keep off the named barriers a plan's handoffs take.
 """
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ from typing import Iterator
 from .graph import DepKind, Placement, STaskGraph
 from .plan import ExecutionPlan, Style
 
-__all__ = ["cp_async_hazards", "stage_distances", "EmissionError"]
+__all__ = ["cp_async_hazards", "stage_distances", "named_barrier_clash", "EmissionError"]
 
 _SHARED = re.compile(r"void\* (\w+) = \(\(void\*\)\(\(char\*\)buf_dyn_shmem|__shared__ [^;]*?\b(\w+)\[")
 _LOAD = re.compile(r"cp_async_gs\w*<\d+>\(\(&\(\(\(\w+\*\)(\w+)\)")
 _WAIT = re.compile(r"cp_async_wait<(\d+)>")
 _FOR = re.compile(r"^\s*for \(.*\{\s*$")
+_PARTIAL_SYNC = re.compile(r"__sync_thread_partial\((\d+),")
 
 
 class EmissionError(RuntimeError):
@@ -119,3 +123,10 @@ def cp_async_hazards(source: str, distance: dict[str, int]) -> list[str]:
                              f"iteration(s) later) is read after cp_async_wait<{need}>, which leaves it in "
                              f"flight; it needs cp_async_wait<{max(after, 0)}>")
     return sorted(set(found))
+
+
+def named_barrier_clash(source: str, taken: list[int]) -> list[str]:
+    """TileLang's partial-block syncs (``__sync_thread_partial(<id>, n)``) on a named barrier in ``taken``."""
+    used = sorted({int(m) for m in _PARTIAL_SYNC.findall(source)} & set(taken))
+    return [f"TileLang syncs its threads on named barrier {i}, which a handoff between warpgroups takes"
+            for i in used]

@@ -5,7 +5,9 @@ An :class:`ExecutionPlan` is a sequence of primitives over one sTask-graph:
 program (a role is a range of warps, the paper's EU-level partition) on one of
 its sEUs, ``stage`` iterations behind the loop's current iteration; ``Wait``
 makes an sTask wait for the completion of others (cross-role waits become
-pipeline barriers). :class:`Pipeline` s multi-version shared buffers between a
+pipeline barriers; a same-role Wait on a tensor-core sTask keeps its wgmma in
+flight until then); ``Handoff`` makes a role's warpgroups take turns issuing a
+span of its program (named barriers: FlashAttention-3's ping-pong). :class:`Pipeline` s multi-version shared buffers between a
 producer role and its consumers. :func:`Propagate` is in :mod:`pt_tvm.propagate`.
 
 :meth:`ExecutionPlan.verify` is the gate in front of TileLang: it rejects a
@@ -19,7 +21,7 @@ import enum
 import functools
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from .graph import DepKind, Edge, OpKind, Placement, STask, STaskGraph
@@ -30,11 +32,14 @@ __all__ = [
     "Role",
     "Append",
     "Wait",
+    "Handoff",
     "Pipeline",
     "ExecutionPlan",
     "PlanError",
     "Violation",
     "register_estimate",
+    "wgmma_waits",
+    "base_stage",
 ]
 
 
@@ -97,6 +102,21 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class Handoff:
+    """``role``'s warpgroups take turns issuing ``first`` .. ``last`` of its loop program (ping-pong).
+
+    Warpgroup ``w`` issues the span only after warpgroup ``w - 1`` has issued its own
+    (round robin, through one named barrier per warpgroup), so while one warpgroup's
+    tensor-core sTasks run, the others work on the CUDA cores instead of queuing
+    behind them.
+    """
+
+    role: str
+    first: str
+    last: str
+
+
+@dataclass(frozen=True)
 class Pipeline:
     """Shared buffers written by ``producer`` and read by ``consumer``, kept in ``depth`` versions.
 
@@ -124,7 +144,7 @@ class ExecutionPlan:
         Hardware model name.
     style : Style
     roles : tuple[Role, ...]
-    steps : tuple[Append | Wait, ...]
+    steps : tuple[Append | Wait | Handoff, ...]
         The primitives, in order: a role's program is its Appends in this order.
     pipelines : tuple[Pipeline, ...]
         Multi-versioned shared buffers (warp-specialized plans).
@@ -139,7 +159,7 @@ class ExecutionPlan:
     target: str
     style: Style
     roles: tuple[Role, ...]
-    steps: tuple[Append | Wait, ...]
+    steps: tuple[Append | Wait | Handoff, ...]
     pipelines: tuple[Pipeline, ...] = ()
     num_stages: int = 1
     tile: Mapping[str, Any] = field(default_factory=dict)
@@ -157,11 +177,19 @@ class ExecutionPlan:
     def waits(self) -> tuple[Wait, ...]:
         return tuple(s for s in self.steps if isinstance(s, Wait))
 
+    @property
+    def handoffs(self) -> tuple[Handoff, ...]:
+        return tuple(s for s in self.steps if isinstance(s, Handoff))
+
     def append_of(self, stask: str) -> Append:
         try:
             return self._by_stask[stask]
         except KeyError:
             raise KeyError(f"plan has no Append for sTask {stask!r}") from None
+
+    def extended(self, *steps: Append | Wait | Handoff) -> "ExecutionPlan":
+        """The same plan with ``steps`` added after its own."""
+        return replace(self, steps=(*self.steps, *steps))
 
     def in_flight(self) -> dict[str, str]:
         """Asynchronous tensor-core sTasks: ``{gemm: waiter}`` for each same-role Wait on a tensor-core sTask.
@@ -212,9 +240,10 @@ class ExecutionPlan:
         if out:
             return out  # the other checks assume every sTask is placed once
         broken = _check_dependences(self, graph)
-        out += broken
-        if not broken:
-            out += _check_deadlock(self, graph)
+        handoffs = _check_handoffs(self, graph, vdev)
+        out += broken + handoffs
+        if not broken and not handoffs:
+            out += _check_deadlock(self, graph, vdev)
         out += _check_waits(self, graph)
         out += _check_in_flight(self, graph)
         if self.style == Style.WARP_SPECIALIZED:
@@ -232,8 +261,8 @@ class ExecutionPlan:
 
     # ------------------------------------------------------------ serialization
     def to_dict(self) -> dict:
-        steps = [{"append": asdict(s)} if isinstance(s, Append) else {"wait": {**asdict(s), "on": list(s.on)}}
-                 for s in self.steps]
+        steps = [{"append": asdict(s)} if isinstance(s, Append) else {"handoff": asdict(s)} if isinstance(s, Handoff)
+                 else {"wait": {**asdict(s), "on": list(s.on)}} for s in self.steps]
         d = {"format": "pt-tvm.plan/1", "graph": self.graph, "target": self.target, "style": self.style.value,
              "roles": [asdict(r) for r in self.roles], "steps": steps,
              "pipelines": [{**asdict(p), "buffers": list(p.buffers)} for p in self.pipelines],
@@ -251,6 +280,7 @@ class ExecutionPlan:
             raise PlanError([Violation("format", f"not a pt-tvm plan (format={d.get('format')!r})")])
         try:
             steps = tuple(Append(**{**s["append"], "seu": SEUKind(s["append"]["seu"])}) if "append" in s
+                          else Handoff(**s["handoff"]) if "handoff" in s
                           else Wait(stask=s["wait"]["stask"], on=tuple(s["wait"]["on"])) for s in d["steps"])
             return cls(graph=d["graph"], target=d["target"], style=Style(d["style"]),
                        roles=tuple(Role(**r) for r in d["roles"]), steps=steps,
@@ -277,6 +307,10 @@ class ExecutionPlan:
                 if prog:
                     body = "  ".join(f"{a.stask}@{a.seu.value}" + (f"[s{a.stage}]" if a.stage else "") for a in prog)
                     lines.append(f"    {placement.value:<9} {body}")
+        for h in self.handoffs:
+            lines.append(f"  handoff {h.role}: its warpgroups take turns issuing {h.first} .. {h.last}")
+        for gemm, waiter in self.in_flight().items():
+            lines.append(f"  in flight: {gemm} until {waiter}")
         for p in self.pipelines:
             lines.append(f"  pipeline {p.name}: {', '.join(p.buffers)} x{p.depth} ({p.producer} -> {p.consumer}, {p.scope})")
         return "\n".join(lines)
@@ -358,31 +392,52 @@ def _check_dependences(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation
     return out
 
 
-def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
-    """Roles wait on each other through pipeline barriers: run every role's unrolled program (each sTask
-    ``stage`` iterations behind) against the cross-role dependences and report a cycle of waits that no
-    role can break (e.g. a producer refilling a single-version buffer that a consumer reads one stage
-    late, before a load that consumer needs first): on the GPU those roles would hang."""
-    if len(plan.roles) < 2:
+def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """Roles wait on each other through pipeline barriers, and a handoff's warpgroups on each other's
+    turns: run every warpgroup's unrolled program (each sTask ``stage`` iterations behind, a handoff's
+    barriers at the role's base stage) against the cross-role dependences and the turns, and report a
+    cycle of waits that nothing can break (e.g. a producer refilling a single-version buffer that a
+    consumer reads one stage late, before a load that consumer needs first): on the GPU it would hang."""
+    if len(plan.roles) < 2 and not plan.handoffs:
         return []
     role_of = {a.stask: a.role for a in plan.appends}
     depth = max((a.stage for a in plan.appends), default=0)
     iters = min(depth + max((p.depth for p in plan.pipelines), default=1) + 2,
                 max(2, math.ceil(graph.loop.trip_count)))
-    queues = {}
+    turns = {h.role: h for h in plan.handoffs}
+    groups = {r.name: (r.warps // vdev.eu.warpgroup_warps if r.name in turns else 1) for r in plan.roles}
+    queues: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for r in plan.roles:
-        q = [(a.stask, -1) for a in plan.program(r.name, graph, Placement.PROLOGUE)]
+        h, base = turns.get(r.name), base_stage(plan, graph, r.name)
         body = plan.program(r.name, graph, Placement.LOOP)
+        q = [(a.stask, -1) for a in plan.program(r.name, graph, Placement.PROLOGUE)]
         for step in range(iters + depth):
-            q += [(a.stask, step - a.stage) for a in body if 0 <= step - a.stage < iters]
+            turn = 0 <= step - base < iters
+            for a in body:
+                if h and a.stask == h.first and turn:
+                    q.append((_TURN_SYNC, step - base))
+                if 0 <= step - a.stage < iters:
+                    q.append((a.stask, step - a.stage))
+                if h and a.stask == h.last and turn:
+                    q.append((_TURN_ARRIVE, step - base))
         q += [(a.stask, -1) for a in plan.program(r.name, graph, Placement.EPILOGUE)]
-        queues[r.name] = q
+        for w in range(groups[r.name]):
+            queues[(r.name, w)] = q
     into: dict[str, list] = {}
     for e in graph.edges:
         if role_of[e.src] != role_of[e.dst]:  # same-role ones hold in program order (_check_dependences)
             into.setdefault(e.dst, []).append((e, effective_distance(plan, graph, e)))
+    done: dict[tuple[str, int], set[tuple[str, int]]] = {k: set() for k in queues}
 
-    def missing(sid: str, it: int) -> tuple[str, int] | None:
+    def missing(who: tuple[str, int], sid: str, it: int) -> tuple[tuple[str, int], str, int] | None:
+        """What (warpgroup, sTask or barrier, iteration) the entry still waits for."""
+        role, w = who
+        if sid == _TURN_SYNC:  # the previous warpgroup's turn of this iteration (the last one's of the one before)
+            prev = (role, w - 1) if w else (role, groups[role] - 1)
+            key = (_TURN_ARRIVE, it if w else it - 1)
+            return None if key[1] < 0 or key in done[prev] else (prev, *key)
+        if sid == _TURN_ARRIVE:
+            return None
         place = graph.stask(sid).placement
         for e, dist in into.get(sid, ()):
             src_place = graph.stask(e.src).placement
@@ -392,30 +447,101 @@ def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
                     continue
             else:
                 key = (e.src, iters - 1 if src_place == Placement.LOOP else -1)
-            if key not in done:
-                return key
+            for w_src in range(groups[role_of[e.src]]):  # a pipeline barrier counts every warpgroup's arrival
+                if key not in done[(role_of[e.src], w_src)]:
+                    return ((role_of[e.src], w_src), *key)
         return None
 
-    done: set[tuple[str, int]] = set()
-    heads = {name: 0 for name in queues}
+    heads = {k: 0 for k in queues}
     progress = True
     while progress:
         progress = False
-        for name, q in queues.items():
-            while heads[name] < len(q) and missing(*q[heads[name]]) is None:
-                done.add(q[heads[name]])
-                heads[name] += 1
+        for who, q in queues.items():
+            while heads[who] < len(q) and missing(who, *q[heads[who]]) is None:
+                done[who].add(q[heads[who]])
+                heads[who] += 1
                 progress = True
+
+    def name(who: tuple[str, int]) -> str:
+        return f"role {who[0]}" + (f" warpgroup {who[1]}" if groups[who[0]] > 1 else "")
+
     stuck = []
-    for name, q in queues.items():
-        if heads[name] < len(q):
-            sid, it = q[heads[name]]
-            src, src_it = missing(sid, it)
-            stuck.append(f"role {name} waits at {sid} (iteration {it}) for {src} (iteration {src_it}) "
-                         f"of role {role_of[src]}")
+    for who, q in queues.items():
+        if heads[who] < len(q):
+            sid, it = q[heads[who]]
+            src_who, src, src_it = missing(who, sid, it)
+            stuck.append(f"{name(who)} waits at {sid} (iteration {it}) for {src} (iteration {src_it}) "
+                         f"of {name(src_who)}")
     if not stuck:
         return []
     return [Violation("deadlock", "roles wait on each other forever: " + "; ".join(stuck))]
+
+
+_TURN_SYNC, _TURN_ARRIVE = "<turn: wait>", "<turn: hand on>"  # a handoff's named-barrier sync and arrive
+
+
+def base_stage(plan: ExecutionPlan, graph: STaskGraph, role: str) -> int:
+    """The stage at which MaterializeWSSchedule runs a role's loop statements that touch no pipeline
+    buffer (wgmma waits, handoff barriers): the lowest stage of the role's pipeline spans (0 without)."""
+    piped = {b for p in plan.pipelines if p.scope == "loop" for b in p.buffers}
+    return min((plan.append_of(t.id).stage for t in graph.loop_stasks if plan.append_of(t.id).role == role
+                and (t.read_buffers() | t.write_buffers()) & piped), default=0)
+
+
+# Named barriers a handoff may take: one per warpgroup, counted down from the last of the 16 hardware
+# barriers; TileLang 0.1.15 numbers its own from 3 upwards (thread_sync_types.h), and the emitted kernel
+# is checked for a collision (pt_tvm.emitted.named_barrier_clash).
+NAMED_BARRIERS = 16
+MAX_HANDOFF_WARPGROUPS = 4
+
+
+def handoff_barriers(plan: ExecutionPlan, vdev: VDevice) -> dict[str, tuple[int, ...]]:
+    """Role -> the named-barrier ids of its warpgroups' turns (warpgroup ``w`` waits on the ``w``-th)."""
+    out, top = {}, NAMED_BARRIERS
+    for h in plan.handoffs:
+        n = plan.role(h.role).warps // vdev.eu.warpgroup_warps
+        out[h.role] = tuple(range(top - n, top))
+        top -= n
+    return out
+
+
+def _check_handoffs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """A handoff needs a warp-specialized role of 2+ whole warpgroups and a span of its loop program,
+    first to last, that issues at least one tensor-core sTask."""
+    out: list[Violation] = []
+    roles = {r.name: r for r in plan.roles}
+    seen: set[str] = set()
+    wg = vdev.eu.warpgroup_warps
+    for h in plan.handoffs:
+        where = f"handoff in role {h.role}"
+        if h.role not in roles:
+            out.append(Violation("handoff", f"{where}: the plan has no such role"))
+            continue
+        if h.role in seen:
+            out.append(Violation("handoff", f"{where}: a role takes one handoff, this is a second"))
+            continue
+        seen.add(h.role)
+        if plan.style != Style.WARP_SPECIALIZED:
+            out.append(Violation("emission", f"{where}: turns between warpgroups need a warp-specialized plan"))
+            continue
+        warps = roles[h.role].warps
+        if warps % wg or not 2 <= warps // wg <= MAX_HANDOFF_WARPGROUPS:
+            out.append(Violation("threads", f"{where}: {warps} warps are not 2 to {MAX_HANDOFF_WARPGROUPS} whole "
+                                 f"{wg}-warp warpgroups to take turns"))
+            continue
+        order = [a.stask for a in plan.program(h.role, graph, Placement.LOOP)]
+        absent = [x for x in (h.first, h.last) if x not in order]
+        if absent:
+            out.append(Violation("handoff", f"{where}: {', '.join(absent)} not in the role's loop program"))
+            continue
+        i, j = order.index(h.first), order.index(h.last)
+        if i > j:
+            out.append(Violation("handoff", f"{where}: {h.first} comes after {h.last}"))
+        elif not any(plan.append_of(x).seu == SEUKind.TENSOR_CORE for x in order[i:j + 1]):
+            out.append(Violation("handoff", f"{where}: {h.first} .. {h.last} issues no tensor-core sTask"))
+    if sum(roles[h.role].warps // wg for h in plan.handoffs if h.role in roles) > NAMED_BARRIERS - 4:
+        out.append(Violation("handoff", "handoffs need more named barriers than TileLang leaves free"))
+    return out
 
 
 def _check_waits(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
@@ -449,6 +575,29 @@ def _check_in_flight(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
             if clash and t.seu != SEUKind.TENSOR_CORE:
                 out.append(Violation("dependence", f"{mid} touches {', '.join(sorted(clash))} while gemm {gemm} "
                                      f"is still in flight (its Wait is at {waiter})"))
+    return out
+
+
+def wgmma_waits(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[int, ...]]:
+    """In-flight gemm -> the wgmma groups that may stay in flight at its wait, as the stage offsets
+    (from the role's base stage) of the gemms that issue them after it.
+
+    Its ``wait_wgmma<N>`` runs at the base stage: in loop step ``k`` the group of a gemm ``o`` stages
+    behind exists once ``k >= o``, so ``N`` counts the offsets ``<= k``. wgmma groups complete in
+    issue order; a synchronous tensor-core sTask drains them all.
+    """
+    in_flight = plan.in_flight()
+    out: dict[str, tuple[int, ...]] = {}
+    for role in plan.roles:
+        base = base_stage(plan, graph, role.name)
+        pending: list[str] = []  # in-flight gemms of the step not yet waited for, oldest first
+        for a in plan.program(role.name, graph, Placement.LOOP):
+            for gemm in [g for g in pending if in_flight[g] == a.stask]:
+                later = pending[pending.index(gemm) + 1:]
+                out[gemm] = tuple(sorted(plan.append_of(g).stage - base for g in later))
+                pending = later
+            if a.seu == SEUKind.TENSOR_CORE:
+                pending = [*pending, a.stask] if a.stask in in_flight else []
     return out
 
 
