@@ -5,7 +5,10 @@ in order). A stream issues an sTask once its dependences have completed; the
 sTask then occupies its sEU for ``work / rate`` cycles and completes ``latency``
 cycles later. Synchronous sTasks hold their stream until they complete;
 asynchronous copies (TMA, cp.async) let it run on until something depends on
-them. Tensor-core sTasks hold their stream too: that is how TileLang emits them.
+them. Tensor-core sTasks hold their stream too (that is how TileLang emits them)
+unless the plan keeps them in flight until a Wait. The warpgroups of one role
+issue the same wgmma together and finish it together, unless a Handoff makes
+them take turns issuing a span, each after the previous one has issued its own.
 sEUs are shared by the streams of one EU: the tensor core and copy engine as
 one server, CUDA cores and the SFU as two half-rate servers (one warpgroup
 alone cannot keep them busy). Simulating a few iterations of the loop, with
@@ -169,6 +172,13 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     def deps(stream: _Stream, t: STask, it: int) -> float | None:
         """When the sTask instance's dependences complete; None while one is not simulated yet."""
         ready = 0.0
+        turn = _turn_of(stream, t, it) if handoffs else None
+        if turn is not None:  # a handoff: the previous warpgroup has issued its span of this step
+            when = done.get(turn)
+            if when is None:
+                blocked[stream.name] = turn
+                return None
+            ready = when + _NAMED_BARRIER_CYCLES
         for src, src_place, dist, src_role in edges_into.get(t.id, ()):
             if src_place == Placement.LOOP and t.placement == Placement.LOOP:
                 src_it = it - dist
@@ -191,6 +201,24 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
                 ready = max(ready, when)
         return ready
 
+    handoffs = {h.role: h for h in plan.handoffs}
+    # Warpgroups of one role that do not take turns are released by the same barriers and issue the same
+    # wgmma together; the tensor cores interleave them: the last completes when the whole role's work
+    # does, the first INTERLEAVED_DELAY of its siblings' work later than alone.
+    interleaved = {r for r, group in role_streams.items() if len(group) > 1 and r not in handoffs}
+    lockstep: dict[tuple[str, str, int], float] = {}  # (role, tensor-core sTask, iteration) -> completion
+
+    def _turn_of(stream: _Stream, t: STask, it: int) -> tuple | None:
+        """The (stream, issued-marker, iteration) whose issue opens this instance's turn, if it opens one."""
+        h = handoffs.get(stream.role)
+        if h is None or t.id != h.first:
+            return None
+        group = role_streams[stream.role]
+        w, step = group.index(stream), it + stage_of[h.first]
+        prev, prev_step = (group[w - 1], step) if w else (group[-1], step - 1)
+        prev_it = prev_step - stage_of[h.last]
+        return (prev.name, _ISSUED + h.last, prev_it) if 0 <= prev_it < iters else None
+
     cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: price each (sTask, sEU, share) once
 
     def run(stream: _Stream, a: Append, it: int, start: float) -> None:
@@ -203,18 +231,30 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         pool = servers[a.seu]
         k = min(range(len(pool)), key=pool.__getitem__)
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate
-        begin = max(start, pool[k])
-        pool[k] = begin + per_server
-        end = begin + per_server + latency
+        batch = (stream.role, t.id, it)
+        if a.seu == SEUKind.TENSOR_CORE and batch in lockstep and start <= lockstep[batch]:
+            begin, end = start, lockstep[batch]  # a sibling booked this wgmma for the whole role
+        else:
+            begin = max(start, pool[k])
+            end = begin + per_server + latency
+            if a.seu == SEUKind.TENSOR_CORE and stream.role in interleaved:
+                n = len(role_streams[stream.role])
+                lockstep[batch] = begin + n * per_server + latency
+                end += (n - 1) * per_server * INTERLEAVED_DELAY
+                per_server *= n
+            pool[k] = begin + per_server
+            if steady_lo <= it < steady_hi:
+                busy[a.seu] += per_server / len(pool)
         done[(stream.name, t.id, it)] = end
-        if steady_lo <= it < steady_hi:
-            busy[a.seu] += per_server / len(pool)
         if a.stask in in_flight:
             stream.time = start + tc_issue
         elif a.stask in cp_async:
             stream.time = start + cp_async_issue
         else:
             stream.time = start + issue[a.seu] if issue[a.seu] is not None else end
+        h = handoffs.get(stream.role)
+        if h is not None and t.id == h.last:  # the warpgroup hands the tensor cores on once it issued its span
+            done[(stream.name, _ISSUED + h.last, it)] = stream.time
         if it >= 0:
             iter_done[it] = max(iter_done[it], end)
         if trace:
@@ -310,6 +350,15 @@ CO_RESIDENT_OVERLAP = 0.8
 
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
+# How much later than alone a warpgroup's wgmma completes for each sibling warpgroup issuing the same
+# wgmma beside it (the last completes with the whole role's work). 0.5 ranks the six plans of each
+# FlashAttention config of benchmarks/results/2026-11-22-h100-handoff.json as measured, turns with every
+# gemm in flight first, except at D256 where it puts every-gemm-in-flight without turns 1.5% ahead
+# (measured 3.5% behind); on the 96 recorded H200 attention rows (no turns among them) the model's
+# first pick is then 2.4% behind the measured best, 1.2% with 0 (tests/test_calibration.py).
+INTERLEAVED_DELAY = 0.5
+_NAMED_BARRIER_CYCLES = 20.0  # bar.sync after the matching bar.arrive (model)
+_ISSUED = "issued:"  # timeline marker: a handoff span's last sTask issued (the turn passes on)
 
 
 def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str], float]:

@@ -21,10 +21,10 @@ from typing import Callable, Mapping, Sequence
 
 from .graph import DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
-from .plan import Append, ExecutionPlan, Pipeline, Role, Style, Wait
+from .plan import Append, ExecutionPlan, Handoff, Pipeline, Role, Style, Wait
 
 __all__ = ["Priority", "is_load", "warp_specialized", "software_pipelined", "order_role", "consumer_nreg",
-           "in_flight_variants"]
+           "in_flight_variants", "overlapped", "handoff_variants"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -177,10 +177,27 @@ def software_pipelined(graph: STaskGraph, vdev: VDevice, *, num_stages: int, thr
 
 
 # A gemm whose A operand comes from registers (wgmma RS, e.g. FlashAttention's P @ V) is not kept
-# in flight: measured on one H200 (benchmarks/results/2026-11-22-h200-inflight.json), every such
-# plan ran 2-8% slower than the same plan with the gemm synchronous, while keeping a shared-operand
-# (SS) gemm in flight ran up to 8% faster (FlashAttention D64). The cost model does not capture
-# what pins the register operand, so the search does not offer the losing variant.
+# in flight on its own: measured on one H200 (benchmarks/results/2026-11-22-h200-inflight.json), every
+# such plan ran 2-8% slower than the same plan with the gemm synchronous, while keeping a shared-operand
+# (SS) gemm in flight ran up to 8% faster (FlashAttention D64). The cost model does not capture what
+# pins the register operand, so the search offers it only with every gemm of the role in flight
+# (:func:`overlapped`: FlashAttention-3's intra-warpgroup overlap), which the GPU then judges.
+
+
+def _waiter(order: Sequence[Append], i: int, graph: STaskGraph, past_gemms: bool) -> Append | None:
+    """The first sTask after ``order[i]`` (a gemm) that touches what the gemm reads or writes, or None;
+    unless ``past_gemms``, a later tensor-core sTask ends the search (its own wait drains the gemm)."""
+    g = graph.stask(order[i].stask)
+    busy = g.read_buffers() | g.write_buffers()
+    for b in order[i + 1:]:
+        t = graph.stask(b.stask)
+        if t.seu == SEUKind.TENSOR_CORE:
+            if past_gemms:
+                continue
+            return b
+        if (t.write_buffers() & busy) or (t.read_buffers() & g.write_buffers()):
+            return b
+    return None
 
 
 def in_flight_variants(plan: ExecutionPlan, graph: STaskGraph) -> list[ExecutionPlan]:
@@ -197,13 +214,41 @@ def in_flight_variants(plan: ExecutionPlan, graph: STaskGraph) -> list[Execution
             g = graph.stask(a.stask)
             if a.seu != SEUKind.TENSOR_CORE or a.stask in plan.in_flight() or g.attrs.get("a_scope") != "shared":
                 continue  # register-operand gemms stay synchronous (see the note above)
-            busy = g.read_buffers() | g.write_buffers()
-            waiter = next((b for b in order[i + 1:] if graph.stask(b.stask).seu == SEUKind.TENSOR_CORE
-                           or (graph.stask(b.stask).write_buffers() & busy)
-                           or (graph.stask(b.stask).read_buffers() & g.write_buffers())), None)
+            waiter = _waiter(order, i, graph, past_gemms=False)
             if waiter is None or waiter is order[i + 1] or graph.stask(waiter.stask).seu == SEUKind.TENSOR_CORE:
                 continue  # nothing would overlap it (or the next gemm's implicit wait drains it anyway)
-            out.append(ExecutionPlan(plan.graph, plan.target, plan.style, plan.roles,
-                                     (*plan.steps, Wait(waiter.stask, (a.stask,))), plan.pipelines,
-                                     plan.num_stages, plan.tile))
+            out.append(plan.extended(Wait(waiter.stask, (a.stask,))))
+    return out
+
+
+def overlapped(plan: ExecutionPlan, graph: STaskGraph, role: str) -> ExecutionPlan | None:
+    """The plan with every gemm of ``role``'s loop program in flight, each until the first later sTask
+    that needs it (later gemms issue behind it: FlashAttention-3 issues S = QK^T, then the previous
+    block's O += PV, and runs the softmax while PV is in flight); None with fewer than two gemms."""
+    order = plan.program(role, graph, Placement.LOOP)
+    gemms = [i for i, a in enumerate(order) if a.seu == SEUKind.TENSOR_CORE and a.stask not in plan.in_flight()]
+    if len(gemms) < 2:
+        return None
+    waits = []
+    for i in gemms:
+        waiter = _waiter(order, i, graph, past_gemms=True)
+        if waiter is None:
+            return None
+        waits.append(Wait(waiter.stask, (order[i].stask,)))
+    return plan.extended(*waits)
+
+
+def handoff_variants(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
+    """For each role of two or more warpgroups: the plan with its warpgroups taking turns issuing the
+    span from its first to its last tensor-core sTask (ping-pong), synchronous and overlapped."""
+    out = []
+    for role in plan.roles:
+        if plan.style != Style.WARP_SPECIALIZED or role.warps // vdev.eu.warpgroup_warps < 2 \
+                or any(h.role == role.name for h in plan.handoffs):
+            continue
+        gemms = [a.stask for a in plan.program(role.name, graph, Placement.LOOP) if a.seu == SEUKind.TENSOR_CORE]
+        if not gemms:
+            continue
+        turns = plan.extended(Handoff(role.name, gemms[0], gemms[-1]))
+        out += [turns, *filter(None, [overlapped(turns, graph, role.name)])]
     return out

@@ -56,9 +56,11 @@ def _tensor_positions(c: Candidate) -> tuple:
 
 
 def _config(c: Candidate) -> tuple:
-    """The plan's configuration class: tile, roles, pipelines and stages (everything but the order)."""
+    """The plan's configuration class: tile, roles, pipelines, stages and how its warpgroups synchronize
+    (turns taken, gemms kept in flight): everything but the order."""
     return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.pipelines,
-            tuple(sorted((a.stask, a.stage) for a in c.plan.appends)))
+            tuple(sorted((a.stask, a.stage) for a in c.plan.appends)), c.plan.handoffs,
+            tuple(sorted(c.plan.in_flight())))
 
 
 def _partition(c: Candidate) -> tuple:

@@ -287,10 +287,12 @@ def h100_template_result(request):
     return request.param, result, seconds
 
 
-def test_template_search_on_h100_takes_under_five_seconds(h100_template_result):
+def test_template_search_on_h100_takes_under_eight_seconds(h100_template_result):
+    """The cost-model search over every tile (the template's TileLang builds are not part of it). Since it
+    also prices plans with every wgmma in flight and with warpgroups taking turns, FlashAttention's prices
+    ~1,800 plans instead of ~950: 5-6 CPU s on the 2-core CI machine, up from under 3."""
     name, result, cpu_seconds = h100_template_result
-    # the cost-model search over every tile (the template's TileLang builds are not part of it)
-    assert cpu_seconds < 5.0, f"{name}: search took {cpu_seconds:.2f} CPU s ({result.seconds:.2f} s wall)"
+    assert cpu_seconds < 8.0, f"{name}: search took {cpu_seconds:.2f} CPU s ({result.seconds:.2f} s wall)"
     assert result.considered > len(result.ranked) > 0
 
 
