@@ -63,12 +63,22 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "at once (CUDA_VISIBLE_DEVICES), then `merge` their JSONs")
     p.add_argument("--rep-ms", type=float, default=1000.0, metavar="MS",
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
+    p.add_argument("--where", type=_where, default={}, metavar="KEY=VALUE,...",
+                   help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64)")
 
 
 def add_compare_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=float, default=0.05,
                    help="allowed slowdown as a fraction of the baseline time (default 0.05 = 5%%)")
     p.add_argument("--all-systems", action="store_true", help="check every system, not only pt-tvm")
+
+
+def _where(text: str) -> dict[str, str]:
+    """``KEY=VALUE,...`` -> {key: value} (values compared as text with the config's)."""
+    try:
+        return dict(item.split("=", 1) for item in text.split(",") if item)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--where wants KEY=VALUE,..., got {text!r}") from None
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -88,6 +98,8 @@ def _configs(args: argparse.Namespace) -> list:
     configs = filter_systems(suite_configs(args.suite), args.systems.split(",") if args.systems else None)
     limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
     configs = subsample(configs, limit)
+    where = getattr(args, "where", None) or {}
+    configs = [c for c in configs if all(str(c.problem.get(k)) == v for k, v in where.items())]
     if getattr(args, "shard", None):  # a stripe that rotates every n configs, so suites laid out in blocks
         i, n = args.shard              # of n (e.g. one seqlen after another) spread evenly over the shards
         configs = [c for k, c in enumerate(configs) if (k + k // n) % n == i]
@@ -230,7 +242,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     from .suite import write_run
 
     try:
-        head, rows = merge_runs(args.runs)
+        head, rows = merge_runs(args.runs, rerun=args.rerun)
     except (OSError, ValueError) as e:
         print(f"benchmarks merge: {e}", file=sys.stderr)
         return 2
@@ -290,6 +302,8 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="one run JSON from several (the shards of one suite run on several GPUs)")
     p.add_argument("runs", nargs="+", metavar="RUN.json")
     p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--rerun", metavar="RUN.json", help="a run of some configs again (run --where ...), e.g. after "
+                   "a harness fix: its rows replace every row of those configs; its commit may differ")
     p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("compare", help="exit 1 when RUN regressed against BASELINE (slower or invalid)")

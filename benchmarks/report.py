@@ -34,11 +34,13 @@ def load_run(path: str) -> dict:
 _PART_KEYS = ("date", "command", "shard", "wall_s", "configs", "partial")
 
 
-def merge_runs(paths: Sequence[str]) -> tuple[dict, list]:
+def merge_runs(paths: Sequence[str], rerun: str | None = None) -> tuple[dict, list]:
     """(header, rows) of one run made of several (the shards of a suite run on the GPUs of one machine).
 
     The runs must come from one device model and one commit; a (kernel, config, system) measured
     twice is an error. The header keeps the shared provenance and lists each part's own under ``parts``.
+    ``rerun``, a run of some of those configs again (same device and versions, any commit), replaces
+    every row of its configs; its part records its commit.
     """
     runs = [load_run(p) for p in paths]
     heads = [r["header"] for r in runs]
@@ -58,6 +60,18 @@ def merge_runs(paths: Sequence[str]) -> tuple[dict, list]:
     head.update(configs=sum(h.get("configs") or 0 for h in heads),
                 parts=[{k: h.get(k) for k in _PART_KEYS} for h in heads],
                 systems=sorted({s for h in heads for s in h.get("systems", [])}))
+    if rerun is not None:
+        again = load_run(rerun)
+        for key in ("device", "tilelang", "torch", "dry_run"):
+            if str(again["header"].get(key)) != str(head.get(key)):
+                raise ValueError(f"{rerun}: differs in {key} from the run it would patch")
+        redone = {config_key(r) for r in again["rows"]}
+        missing = redone - {config_key(r) for r in rows}
+        if missing:
+            raise ValueError(f"{rerun}: configs not in the run: {sorted(missing)[:3]}")
+        rows = [r for r in rows if config_key(r) not in redone] + list(again["rows"])
+        head["parts"].append({**{k: again["header"].get(k) for k in _PART_KEYS},
+                              "git_commit": again["header"].get("git_commit"), "rerun": len(redone)})
     return head, rows
 
 
@@ -206,7 +220,9 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
         lines.append("- **partial**: the run was cut off; these are the configs it finished")
     for part in head.get("parts", []):  # a merged run: each shard's own provenance
         cut = ", cut off before its end" if part.get("partial") else ""
-        lines.append(f"- part ({part.get('shard') or 'whole'}, {part.get('wall_s')} s{cut}, {part.get('date')}): "
+        what = (f"rerun of {part['rerun']} configs at {part.get('git_commit')}" if part.get("rerun")
+                else part.get("shard") or "whole")
+        lines.append(f"- part ({what}, {part.get('wall_s')} s{cut}, {part.get('date')}): "
                      f"`{part.get('command')}`")
     if any(r.get("dry_run") for r in rows):
         lines.append("- **dry run**: nothing was timed (CPU search and lowering only)")

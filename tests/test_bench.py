@@ -380,6 +380,39 @@ def test_merge_shards_then_report(tmp_path, capsys):
     assert "part (0/2, 10.0 s," in table and "part (1/2, 5.0 s, cut off before its end" in table
 
 
+def test_merge_rerun_replaces_every_row_of_its_configs(tmp_path, capsys):
+    """A config run again (run --where ..., at a later commit) replaces all its rows, peers included."""
+    a, b, whole = _shard_runs(tmp_path)
+    fa = [r for r in whole["rows"] if r["kernel"] == "flash_attention"]
+    key = json.dumps(fa[0]["config"], sort_keys=True)
+    again = [{**r, "ms": r["ms"] * 2 if r["ms"] else r["ms"]} for r in fa if json.dumps(r["config"], sort_keys=True) == key]
+    rerun = _write(tmp_path / "rerun.json", {"header": {**whole["header"], "git_commit": "later", "configs": 1},
+                                              "rows": again})
+    out = tmp_path / "merged.json"
+    assert bench_cli.main(["merge", a, b, "--rerun", rerun, "--out", str(out)]) == 0
+    merged = _load(out)
+    assert len(merged["rows"]) == len(whole["rows"])
+    redone = [r for r in merged["rows"] if json.dumps(r["config"], sort_keys=True) == key]
+    assert sorted(json.dumps(r, sort_keys=True) for r in redone) == sorted(json.dumps(r, sort_keys=True) for r in again)
+    assert merged["header"]["parts"][-1]["rerun"] == 1 and merged["header"]["parts"][-1]["git_commit"] == "later"
+    assert bench_cli.main(["report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
+    assert "part (rerun of 1 configs at later," in (tmp_path / "rep" / "table.md").read_text()
+    other = _write(tmp_path / "other.json", {"header": {**whole["header"], "device": "NVIDIA H200"}, "rows": again})
+    assert bench_cli.main(["merge", a, b, "--rerun", other, "--out", str(tmp_path / "m.json")]) == 2
+    assert "differs in device" in capsys.readouterr().err
+
+
+def test_run_where_selects_configs():
+    import argparse
+
+    args = argparse.Namespace(suite="attention", systems=None, max_configs=None, quick=False,
+                              where=bench_cli._where("seq_len=16384,dim=64"))
+    configs = bench_cli._configs(args)
+    assert len(configs) == 8 and all(c.problem["seq_len"] == 16384 and c.problem["dim"] == 64 for c in configs)
+    with pytest.raises(argparse.ArgumentTypeError, match="KEY=VALUE"):
+        bench_cli._where("seq_len")
+
+
 def test_merge_refuses_mixed_devices_and_duplicates(tmp_path, capsys):
     a, b, _ = _shard_runs(tmp_path)
     other = _load(b)
