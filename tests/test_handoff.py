@@ -107,7 +107,7 @@ def test_turns_and_in_flight_gemms_are_rejected_when_registers_run_out():
 
 
 def test_cost_model_ranks_turns_with_every_gemm_in_flight_first(fa):
-    """As measured on one H100 (benchmarks/results/2026-11-22-h100-handoff.json, FA fp16 D128 S4096):
+    """As measured on one H100 (benchmarks/results/2026-11-22-h100-attention/handoff.json, FA fp16 D128 S4096):
     turns + every gemm in flight 630 TFLOP/s, every gemm in flight 573, synchronous 568."""
     vdev, _, graph, base = fa
     _, both = handoff_variants(base, graph, vdev)
