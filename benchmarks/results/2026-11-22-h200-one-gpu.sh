@@ -16,22 +16,7 @@ set -u
 step=$1
 export PT_TVM_GIT_COMMIT=$2 TORCHINDUCTOR_COMPILE_THREADS=1
 
-env_setup() {  # the bundles unpack into /tmp once per machine; later calls reuse them
-  [ -f .gpu-bundle/setup.sh ] && cp .gpu-bundle/setup.sh /tmp/gpu-setup.sh
-  source /tmp/gpu-setup.sh || exit 1
-  for d in .gpu-peers/a .gpu-peers/b; do [ -f $d/peers.sh ] && cp $d/peers.sh /tmp/gpu-peers.sh; done
-  [ -f /tmp/gpu-peers.sh ] && source /tmp/gpu-peers.sh
-  [ -d .peers/mamba ] && { rm -rf /tmp/mamba-peer; cp -r .peers/mamba /tmp/mamba-peer; }
-  export PYTHONPATH=$PYTHONPATH:/tmp/mamba-peer
-}
-
-suite() {  # NAME TOP_K LIMIT_S [SHARD]
-  local tag=$1${4:+-${4%/*}}
-  timeout $3 python -m benchmarks run --suite $1 ${4:+--shard $4} --tune-top-k $2 --rep-ms 200 \
-    --out $OUT/$tag.json > $OUT/$tag.log 2>&1
-  echo "$tag: rc=$? $(python -c "import json;h=json.load(open('$OUT/$tag.json'))['header'];print('wall_s',h['wall_s'],'partial',h.get('partial'))")"
-  grep -h "geomean" $OUT/$tag.log | cut -c1-160
-}
+source benchmarks/gpu-env.sh  # env_setup and suite (they were spelled out here when this run was made)
 
 case $step in
   call1) env_setup; nvidia-smi -L; suite smoke 4 120; suite gemm 4 420 ;;
