@@ -36,9 +36,15 @@ def build_flash_attention(
     kv_shape = (batch, seq_len, kv_heads, dim)
     n_blocks = T.ceildiv(seq_len, block_N)
 
+    def q_block(bx):
+        """The query block of launch index ``bx``. A causal mask launches the last, heaviest query blocks
+        first (longest processing time first): the light ones then fill the last wave instead of the
+        heavy ones trailing it. An expression, not a let: extraction bounds what depends on it."""
+        return T.ceildiv(seq_len, block_M) - 1 - bx if causal else bx
+
     def kv_blocks(bx):
-        """Key blocks query block ``bx`` attends to (an expression, not a let: extraction bounds it)."""
-        return T.min(n_blocks, T.ceildiv((bx + 1) * block_M, block_N)) if causal else n_blocks
+        """Key blocks query block ``q_block(bx)`` attends to."""
+        return T.min(n_blocks, T.ceildiv((q_block(bx) + 1) * block_M, block_N)) if causal else n_blocks
 
     @T.prim_func
     def flash_attention(
@@ -58,7 +64,7 @@ def build_flash_attention(
             scores_sum = T.alloc_fragment((block_M,), _ACCUM)
             logsum = T.alloc_fragment((block_M,), _ACCUM)
 
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            T.copy(Q[bz, q_block(bx) * block_M:(q_block(bx) + 1) * block_M, by, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, -T.infinity(_ACCUM))
@@ -67,7 +73,7 @@ def build_flash_attention(
                 if causal:
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(
-                            bx * block_M + i >= k * block_N + j, 0, -T.infinity(_ACCUM)
+                            q_block(bx) * block_M + i >= k * block_N + j, 0, -T.infinity(_ACCUM)
                         )
                 else:  # same statement count as the causal body; keys past seq_len stay masked
                     for i, j in T.Parallel(block_M, block_N):
@@ -95,7 +101,7 @@ def build_flash_attention(
             # the output tile is staged through Q_shared: Q is dead after the loop, and the
             # shared memory this saves is what lets head dim 256 keep two K/V stages
             T.copy(acc_o, Q_shared)
-            T.copy(Q_shared, O[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            T.copy(Q_shared, O[bz, q_block(bx) * block_M:(q_block(bx) + 1) * block_M, by, :])
 
     return flash_attention
 

@@ -231,3 +231,17 @@ def test_attention_reference_in_head_chunks_is_the_whole(monkeypatch, kv_heads, 
     whole = t.reference(q, k, v, **p)
     monkeypatch.setattr(fa_module, "_SCORE_BYTES", 64 * 64 * 4 * 3)
     assert torch.equal(t.reference(q, k, v, **p), whole)
+
+
+def test_causal_attention_launches_the_heaviest_query_blocks_first():
+    """Longest processing time first: block 0 of a causal launch takes the last query block (all 32 key
+    blocks at S4096), the last launched block (31) the first query block (one key block)."""
+    func = get("flash_attention").build(causal=True, seq_len=4096)
+    loops, bx = [], []
+    tirx.stmt_functor.post_order_visit(func.body, lambda n: loops.append(n) if isinstance(n, tirx.For)
+                                       and "num_stages" in n.annotations else None)
+    tirx.stmt_functor.post_order_visit(loops[0].extent, lambda n: bx.append(n) if isinstance(n, tirx.Var)
+                                       and n.name == "bx" else None)
+    trips = [int(tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(loops[0].extent, {bx[0]: i})))
+             for i in (0, 31)]
+    assert trips == [32, 1]

@@ -9,6 +9,8 @@
 #   third COMMIT 1/3      (nothing)
 #   third COMMIT 2/3      (nothing)
 #   rerun COMMIT          (nothing)
+#   causal COMMIT         (after tests and peers on a fresh machine) the 48 causal configs again, once
+#                         causal attention launched its heaviest query blocks first
 # The thirds ran at 4faacff (the first was handed the mistyped commit 3a3f30f; its header was corrected).
 # In them the float32 reference of S16384 D64 (32 query heads: 32 GiB of scores per batch entry) ran out
 # of the H100's memory, which marked 6 pt-tvm rows invalid; with the reference chunked over heads, those
@@ -26,4 +28,7 @@ case $step in
   rerun) timeout 580 python -m benchmarks run --suite attention --where seq_len=16384,dim=64 --tune-top-k 4 \
            --rep-ms 200 --out $OUT/attention-rerun.json > $OUT/attention-rerun.log 2>&1
          echo "rerun: rc=$?"; grep -h "geomean" $OUT/attention-rerun.log ;;
+  causal) timeout 580 python -m benchmarks run --suite attention --where causal=True --tune-top-k 4 \
+           --rep-ms 200 --out $OUT/attention-causal.json > $OUT/attention-causal.log 2>&1
+         echo "causal: rc=$?"; grep -h "geomean" $OUT/attention-causal.log ;;
 esac
