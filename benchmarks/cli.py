@@ -242,7 +242,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     from .suite import write_run
 
     try:
-        head, rows = merge_runs(args.runs, rerun=args.rerun)
+        head, rows = merge_runs(args.runs, reruns=args.rerun or ())
     except (OSError, ValueError) as e:
         print(f"benchmarks merge: {e}", file=sys.stderr)
         return 2
@@ -302,8 +302,9 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p = sub.add_parser("merge", help="one run JSON from several (the shards of one suite run on several GPUs)")
     p.add_argument("runs", nargs="+", metavar="RUN.json")
     p.add_argument("--out", required=True, metavar="FILE")
-    p.add_argument("--rerun", metavar="RUN.json", help="a run of some configs again (run --where ...), e.g. after "
-                   "a harness fix: its rows replace every row of those configs; its commit may differ")
+    p.add_argument("--rerun", metavar="RUN.json", action="append",
+                   help="a run of some configs again (run --where ...), e.g. after a fix: its rows replace every "
+                        "row of those configs; its commit may differ (repeat it: applied in order)")
     p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("compare", help="exit 1 when RUN regressed against BASELINE (slower or invalid)")

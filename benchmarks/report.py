@@ -34,13 +34,13 @@ def load_run(path: str) -> dict:
 _PART_KEYS = ("date", "command", "shard", "wall_s", "configs", "partial")
 
 
-def merge_runs(paths: Sequence[str], rerun: str | None = None) -> tuple[dict, list]:
+def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, list]:
     """(header, rows) of one run made of several (the shards of a suite run on the GPUs of one machine).
 
     The runs must come from one device model and one commit; a (kernel, config, system) measured
     twice is an error. The header keeps the shared provenance and lists each part's own under ``parts``.
-    ``rerun``, a run of some of those configs again (same device and versions, any commit), replaces
-    every row of its configs; its part records its commit.
+    Each of ``reruns``, in order, a run of some of those configs again (same device and versions, any
+    commit), replaces every row of its configs; its part records its commit.
     """
     runs = [load_run(p) for p in paths]
     heads = [r["header"] for r in runs]
@@ -60,7 +60,7 @@ def merge_runs(paths: Sequence[str], rerun: str | None = None) -> tuple[dict, li
     head.update(configs=sum(h.get("configs") or 0 for h in heads),
                 parts=[{k: h.get(k) for k in _PART_KEYS} for h in heads],
                 systems=sorted({s for h in heads for s in h.get("systems", [])}))
-    if rerun is not None:
+    for rerun in reruns:
         again = load_run(rerun)
         for key in ("device", "tilelang", "torch", "dry_run"):
             if str(again["header"].get(key)) != str(head.get(key)):
