@@ -79,8 +79,8 @@ def check_emitted(func: tirx.PrimFunc, source: str) -> None:
     if attrs.get(_BARRIERS) is not None:
         found += named_barrier_clash(source, json.loads(str(attrs[_BARRIERS])))
     if found:
-        raise EmissionError(f"TileLang's kernel for {func.attrs.get('global_symbol', 'the plan')} breaks its "
-                            "software pipeline:\n" + "\n".join(f"  - {h}" for h in found))
+        raise EmissionError(f"TileLang's kernel for {func.attrs.get('global_symbol', 'the plan')} does not do what "
+                            "its plan says:\n" + "\n".join(f"  - {h}" for h in found))
 
 
 def pass_configs(func: tirx.PrimFunc, base: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -149,6 +149,18 @@ def test_emitted_cuda_takes_turns_on_named_barriers(emitted):
     assert named_barrier_clash(src, [3]), "TileLang's own consumer sync (barrier 3) is seen"
 
 
+def test_compile_refuses_a_kernel_whose_own_syncs_take_a_handoff_barrier(fa, emitted):
+    """check_emitted (run by every compile) knows the barriers apply_plan gave the handoff."""
+    from pt_tvm.emitted import EmissionError
+    from pt_tvm.passes import check_emitted
+
+    vdev, func, graph, base = fa
+    planned = apply_plan(func, handoff_variants(base, graph, vdev)[1], graph)
+    check_emitted(planned, emitted)
+    with pytest.raises(EmissionError, match="named barrier 15, which a handoff between warpgroups takes"):
+        check_emitted(planned, emitted.replace("__sync_thread_partial(3, 256)", "__sync_thread_partial(15, 256)"))
+
+
 def test_emitted_cuda_waits_with_a_group_in_flight(emitted):
     src = emitted
     loop_at = src.index("for (int k_1")
