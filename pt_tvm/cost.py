@@ -351,11 +351,12 @@ CO_RESIDENT_OVERLAP = 0.8
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
 # How much later than alone a warpgroup's wgmma completes for each sibling warpgroup issuing the same
-# wgmma beside it (the last completes with the whole role's work). 0.5 ranks the six plans of each
-# FlashAttention config of benchmarks/results/2026-11-22-h100-attention/handoff.json as measured, turns with every
-# gemm in flight first, except at D256 where it puts every-gemm-in-flight without turns 1.5% ahead
-# (measured 3.5% behind); on the 96 recorded H200 attention rows (no turns among them) the model's
-# first pick is then 2.4% behind the measured best, 1.2% with 0 (tests/test_calibration.py).
+# wgmma beside it (the last completes with the whole role's work). With 0.5 the model ranks turns with
+# every gemm in flight first among the five plans of each FlashAttention config of
+# benchmarks/results/2026-11-22-h100-attention/handoff.json, as measured, except at D256 (every gemm in
+# flight without turns 1.5% ahead; measured 3.5% behind). It still ranks turns with synchronous gemms
+# above no turns, which measured 0.77x. On the 96 recorded H200 attention rows (no turns among them)
+# the model's first pick is 2.4% behind the measured best, 1.2% with 0 (tests/test_calibration.py).
 INTERLEAVED_DELAY = 0.5
 _NAMED_BARRIER_CYCLES = 20.0  # bar.sync after the matching bar.arrive (model)
 _ISSUED = "issued:"  # timeline marker: a handoff span's last sTask issued (the turn passes on)
