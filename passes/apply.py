@@ -252,8 +252,10 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
 
 
 def _touches(graph: STaskGraph, sid: str, pipe: Pipeline) -> bool:
-    t = graph.stask(sid)
-    return bool(set(pipe.buffers) & (t.read_buffers() | t.write_buffers()))
+    """Whether sTask ``sid`` reads or writes a buffer of ``pipe``; pt-tvm's own statements (waits,
+    barriers) are no sTasks and touch none."""
+    t = graph.by_id.get(sid)
+    return t is not None and bool(set(pipe.buffers) & (t.read_buffers() | t.write_buffers()))
 
 
 def _bracket(entries: list[Any], pipes: list[Pipeline], touches, role_is_producer: bool, stage_of) -> list:
@@ -279,12 +281,9 @@ def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     issue = {a.stask: i for i, a in enumerate(plan.appends)}
     gemm_of = {_wait_id(gemm): gemm for gemm in plan.in_flight()}
     turns = {h.role: h for h in plan.handoffs}
-    barriers = {i for h in plan.handoffs for i in _turn_ids(h)}
 
     def touches(entry: str, p: Pipeline) -> bool:  # a wait holds the in-flight gemm's buffers until it returns
-        if entry in gemm_of:
-            return _touches(graph, gemm_of[entry], p)
-        return entry not in barriers and _touches(graph, entry, p)
+        return _touches(graph, gemm_of.get(entry, entry), p)
 
     bodies = {}
     for r in plan.roles:
@@ -308,7 +307,6 @@ def _root_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     loop_reads = {b for t in graph.loop_stasks for b in t.read_buffers()}
     inits = {h.role: _turn_ids(h)[0] for h in plan.handoffs}
     drained = _drained_roles(plan, graph)
-    own = {*inits.values(), *map(_drain_id, drained)}
     bodies = {}
     for r in plan.roles:
         ids = ([a.stask for a in plan.program(r.name, graph, Placement.PROLOGUE)]
@@ -320,7 +318,7 @@ def _root_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
         def touches(entry: str, p: Pipeline) -> bool:
             if entry == graph.loop.id:
                 return not producer and bool(set(p.buffers) & loop_reads)
-            return entry not in own and _touches(graph, entry, p)
+            return _touches(graph, entry, p)
 
         bodies[r.name] = _bracket(ids, pipes, touches, producer, lambda _: 0)
     return bodies

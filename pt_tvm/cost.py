@@ -231,13 +231,13 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         pool = servers[a.seu]
         k = min(range(len(pool)), key=pool.__getitem__)
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate
-        batch = (stream.role, t.id, it)
-        if a.seu == SEUKind.TENSOR_CORE and batch in lockstep and start <= lockstep[batch]:
+        batch = (stream.role, t.id, it) if a.seu == SEUKind.TENSOR_CORE and stream.role in interleaved else None
+        if batch in lockstep and start <= lockstep[batch]:
             begin, end = start, lockstep[batch]  # a sibling booked this wgmma for the whole role
         else:
             begin = max(start, pool[k])
             end = begin + per_server + latency
-            if a.seu == SEUKind.TENSOR_CORE and stream.role in interleaved:
+            if batch is not None:
                 n = len(role_streams[stream.role])
                 lockstep[batch] = begin + n * per_server + latency
                 end += (n - 1) * per_server * INTERLEAVED_DELAY
@@ -345,7 +345,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
 # Fraction of a co-resident block's time hidden under the other blocks of its SM. With 1.0 (perfect
 # overlap) software-pipelined FlashAttention plans (3-4 blocks per SM) looked 1.4-1.8x faster than
 # measured; on the 96 recorded H200 attention rows the model's first pick is then 6.6% behind the
-# measured best, 1.2% at 0.8 (0.8% at 0.7); GEMM and Mamba2 picks do not move (tests/test_calibration.py).
+# measured best, 1.2% at 0.8 (0.8% at 0.7), before sibling warpgroups' wgmmas were priced as interleaved
+# (2.4% at 0.8 since: INTERLEAVED_DELAY); GEMM and Mamba2 picks do not move (tests/test_calibration.py).
 CO_RESIDENT_OVERLAP = 0.8
 
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)

@@ -233,12 +233,13 @@ class STaskGraph:
 
     def stask(self, sid: str) -> STask:
         try:
-            return self._by_id[sid]
+            return self.by_id[sid]
         except KeyError:
             raise KeyError(f"graph {self.name!r} has no sTask {sid!r}") from None
 
     @functools.cached_property
-    def _by_id(self) -> dict[str, STask]:
+    def by_id(self) -> dict[str, STask]:
+        """sTask id -> sTask."""
         return {t.id: t for t in self.stasks}
 
     def placed(self, placement: Placement) -> tuple[STask, ...]:

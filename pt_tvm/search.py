@@ -193,20 +193,18 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
                         consider(variant, f"{note}, {next(iter(variant.in_flight()))} in flight")
     # the best few plans of each configuration with every gemm in flight, then with turns taken between
     # their warpgroups on the tensor cores (ping-pong)
-    for step in ("every gemm in flight", "warpgroups take turns"):
+    steps = (("every gemm in flight", lambda p: filter(None, (overlapped(p, graph, r.name) for r in p.roles))),
+             ("warpgroups take turns", lambda p: handoff_variants(p, graph, vdev)))
+    for label, variants in steps:
         by_config: dict[tuple, list[Candidate]] = {}
         for c in out:
             if c.plan.style == Style.WARP_SPECIALIZED:
                 by_config.setdefault(_config(c.plan), []).append(c)
         for group in by_config.values():
             for c in sorted(group, key=lambda c: (c.seconds, c.note))[:_SYNC_VARIANTS]:
-                if step == "every gemm in flight":
-                    variants = [v for r in c.plan.roles if (v := overlapped(c.plan, graph, r.name)) is not None]
-                else:
-                    variants = handoff_variants(c.plan, graph, vdev)
-                for v in variants:
-                    extra = ", every gemm in flight" if len(v.in_flight()) > len(c.plan.in_flight()) else ""
-                    consider(v, f"{c.note}, {step if step != 'warpgroups take turns' else step + extra}")
+                for v in variants(c.plan):
+                    turns_added_waits = v.handoffs and len(v.in_flight()) > len(c.plan.in_flight())
+                    consider(v, f"{c.note}, {label}" + (", every gemm in flight" if turns_added_waits else ""))
     out.sort(key=lambda c: (c.seconds, c.note))
     return out
 

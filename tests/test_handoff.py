@@ -7,24 +7,16 @@ import subprocess
 import pytest
 import tilelang
 
+from benchmarks.experiments.handoff import gemm_first_order
+
 from pt_tvm import cost, hw, templates
 from pt_tvm.emitted import named_barrier_clash
 from pt_tvm.graph import Placement
 from pt_tvm.passes import apply_plan, extract_stask_graph
 from pt_tvm.plan import ExecutionPlan, Handoff, PlanError, wgmma_waits
 from pt_tvm.planners import Priority, handoff_variants, overlapped, software_pipelined, warp_specialized
-from pt_tvm.search import _reordered
 
 SMALL = dict(batch=1, heads=4, kv_heads=4, seq_len=1024)
-
-
-def _gemm_first(plan, graph):
-    """The plan with the kernel's second loop gemm (P @ V) right behind its first (Q @ K^T): FA3's order."""
-    order = plan.program("consumer", graph, Placement.LOOP)
-    qk, pv = sorted((a for a in order if a.seu.value == "tensor_core"), key=lambda a: graph.stask(a.stask).index)
-    rest = [a for a in order if a is not pv]
-    k = rest.index(qk) + 1
-    return _reordered(plan, "consumer", graph, [*rest[:k], pv, *rest[k:]])
 
 
 def _fa(dim=128, consumer_wgs=2, block_N=128, **problem):
@@ -34,7 +26,7 @@ def _fa(dim=128, consumer_wgs=2, block_N=128, **problem):
     graph = extract_stask_graph(func, vdev)
     base = warp_specialized(graph, vdev, consumer_wgs=consumer_wgs, depth=2, pipeline_stage={"V_shared": 1},
                             priority=Priority.TENSOR_FIRST)
-    return vdev, func, graph, _gemm_first(base, graph)
+    return vdev, func, graph, gemm_first_order(base, graph)
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +196,7 @@ def test_gpu_turns_with_every_gemm_in_flight(problem):
     block_N = problem.pop("block_N", 128)
     func = t.build(**problem, block_N=block_N, threads=256)
     graph = extract_stask_graph(func, vdev)
-    base = _gemm_first(warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
+    base = gemm_first_order(warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
                                         priority=Priority.TENSOR_FIRST), graph)
     _, both = handoff_variants(base, graph, vdev)
     kernel = t.compile(apply_plan(func, both, graph), vdev.tvm_target())

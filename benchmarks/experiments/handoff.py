@@ -16,7 +16,7 @@ from benchmarks.systems import build_system
 from pt_tvm import hw, templates
 from pt_tvm.compiler import schedule_template
 from pt_tvm.graph import Placement
-from pt_tvm.measure import input_sets, rel_err, time_interleaved
+from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
 from pt_tvm.passes import apply_plan, extract_stask_graph
 from pt_tvm.planners import Priority, handoff_variants, overlapped, warp_specialized
 from pt_tvm.tune import warm
@@ -75,7 +75,7 @@ def main(out_dir):
                 kernel = tmpl.compile(func, vdev.tvm_target())
                 e = rel_err(kernel(*sets[0]), ref)
                 info[name] = {"rel_err": e, "plan": plan.to_dict(), "tile": dict(plan.tile)}
-                if e < 2e-3 if prob["dtype"] == "float16" else e < 1e-2:
+                if e < REL_TOL[prob["dtype"]]:
                     fns[name] = kernel
                 else:
                     info[name]["error"] = f"wrong result: rel err {e:.2e}"
