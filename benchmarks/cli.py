@@ -5,23 +5,38 @@
   report       table.md and PNG bar charts from a run JSON
   merge        one run JSON from the shards of a run (``run --shard I/N`` on N GPUs)
   compare      exit 1 when a run is slower than a baseline beyond a threshold or a row turned invalid
-  bench        run, then compare with ``--compare BASELINE.json`` (also ``pt-tvm bench``)
+  bench        run, then compare with ``--compare BASELINE.json``
+  readme       regenerate README.md's results section and benchmarks/results/README.md from the index
+  calibrate    fit the cost model to the pt-tvm plans a run measured
   search-time  pt-tvm's search time per template/config on the CPU, beside published figures
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
+import math
 import os
 import shlex
 import sys
+import tempfile
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-__all__ = ["main", "build_parser", "add_run_arguments", "add_compare_options", "cmd_run", "cmd_bench"]
+from pt_tvm.errors import PtTvmError
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+from .calibration import cmd_calibrate
+from .readme import RESULTS, ROOT
+from .runfile import RunFileError, load_run
+
+__all__ = ["main", "build_parser", "add_run_arguments", "add_compare_options", "cmd_run", "cmd_bench", "UsageError"]
+
+OUT_DIR = os.path.join(ROOT, "out")  # git-ignored
 QUICK_MAX_CONFIGS = 8
+
+
+class UsageError(Exception):
+    """Bad options or input: one line on stderr, exit status 2."""
 
 _EXAMPLES = """\
 examples:
@@ -33,6 +48,11 @@ examples:
   python -m benchmarks compare RUN.json BASELINE.json --threshold 0.05
   python -m benchmarks bench --suite gemm-core --compare BASELINE.json
   python -m benchmarks search-time --target h100
+  python -m benchmarks readme --check                                      # README.md's tables current?
+
+exit status: 0 ok; 1 a regression found (compare, bench --compare, readme --check: stale text) or a
+pt-tvm row that failed its CPU steps (run --dry-run); 2 a usage or input error (bad option, missing,
+truncated or malformed run JSON, unwritable output path), reported in one line before any work.
 """
 
 
@@ -45,7 +65,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     from .configs import SUITES
 
     p.add_argument("--suite", default="smoke", help=f"one of {', '.join(SUITES)}, all (default smoke)")
-    p.add_argument("--out", help="run JSON to write (default benchmarks/results/SUITE-TARGET-DATE.json)")
+    p.add_argument("--out", help="run JSON to write (default out/SUITE-TARGET-DATE.json, git-ignored)")
     p.add_argument("--systems", help="comma-separated subset of systems (e.g. pt-tvm,cudnn-sdpa,fa3)")
     p.add_argument("--max-configs", type=int, metavar="N",
                    help="measure only N configs spread evenly over the suite")
@@ -65,12 +85,42 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
     p.add_argument("--where", type=_where, default={}, metavar="KEY=VALUE,...",
                    help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64)")
+    p.add_argument("--autotune-stages", type=_stages, default=None, metavar="N,N,...",
+                   help="pipeline depths TileLang's autotuner tries beside the template's tiles (default 1,2,3)")
+    p.add_argument("--tracker", metavar="HOST:PORT",
+                   help="measure each config whole on a worker this TVM RPC tracker hands out (workers: "
+                        "`pt-tvm worker --bench` in a source checkout); needs --target")
+    p.add_argument("--key", default="h100", help="device key of the tracker's workers (default h100)")
+    p.add_argument("--config-timeout", type=float, default=1800.0, metavar="S",
+                   help="seconds per config on a worker before it is killed and retried (default 1800)")
 
 
 def add_compare_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threshold", type=float, default=0.05,
+    p.add_argument("--threshold", type=_threshold, default=0.05,
                    help="allowed slowdown as a fraction of the baseline time (default 0.05 = 5%%)")
     p.add_argument("--all-systems", action="store_true", help="check every system, not only pt-tvm")
+
+
+def _threshold(text: str) -> float:
+    """A finite, non-negative fraction."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"wants a finite fraction >= 0 (0.05 = 5%%), got {text!r}")
+    return value
+
+
+def _stages(text: str) -> tuple[int, ...]:
+    """``N,N,...``: positive pipeline depths."""
+    try:
+        stages = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        stages = ()
+    if not stages or min(stages) < 1:
+        raise argparse.ArgumentTypeError(f"wants positive depths like 1,2,3, got {text!r}")
+    return stages
 
 
 def _where(text: str) -> dict[str, str]:
@@ -113,9 +163,17 @@ def _vdev(args: argparse.Namespace) -> tuple[Any, str]:
     from pt_tvm import hw
 
     gpu = torch.cuda.is_available()
-    if not gpu and not args.dry_run:
-        raise SystemExit("benchmarks: no CUDA GPU here; use --dry-run to exercise the harness on the CPU")
-    vdev = hw.get(args.target) if args.target else (hw.from_device() if gpu else hw.get("h100"))
+    if getattr(args, "tracker", None):
+        if not args.target:
+            raise UsageError("--tracker needs --target (the chip model of the workers)")
+    elif not gpu and not args.dry_run:
+        raise UsageError("no CUDA GPU here; use --dry-run to exercise the harness on the CPU")
+    try:
+        vdev = hw.get(args.target) if args.target else (hw.from_device() if gpu else hw.get("h100"))
+    except hw.HardwareError as e:
+        raise UsageError(str(e)) from None
+    if getattr(args, "tracker", None):
+        return vdev, "remote workers"
     device = torch.cuda.get_device_name() if gpu else "none (CPU dry run)"
     return vdev, device
 
@@ -134,18 +192,74 @@ def _command(args: argparse.Namespace) -> str:
     return f"{args.prog} " + " ".join(flags)
 
 
+def _writable(path: str, what: str) -> str:
+    """``path`` as an absolute path once its folder exists (created if needed) and a file can be written there;
+    UsageError naming the problem otherwise (checked before any expensive work)."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise UsageError(f"{what} {path} is a directory")
+    existed = os.path.exists(path)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a"):
+            pass
+        if not existed:
+            os.remove(path)
+    except OSError as e:
+        raise UsageError(f"cannot write {what} {path}: {e.strerror or e}") from None
+    return path
+
+
+def _writable_dir(path: str, what: str) -> str:
+    """``path`` once it is a folder (created if needed) that files can be written to; UsageError otherwise."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write {what} {path}: {e.strerror or e}") from None
+    return path
+
+
+def _one_line_errors(prog: str) -> Callable:
+    """Commands report bad input as one line on stderr and exit status 2, never a traceback."""
+
+    def wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @functools.wraps(fn)
+        def run(args: argparse.Namespace) -> int:
+            try:
+                return fn(args)
+            except (UsageError, RunFileError, PtTvmError) as e:
+                message = str(e)
+            except SystemExit as e:  # the suite tables' own one-line refusals (unknown suite or system)
+                if not isinstance(e.code, str):
+                    raise
+                message = e.code
+            print(f"{getattr(args, 'prog', prog)}: {message.removeprefix('benchmarks: ')}", file=sys.stderr)
+            return 2
+
+        return run
+
+    return wrap
+
+
 def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
-    """Run (or dry-run) a suite and write its JSON; returns (exit code, path)."""
+    """Run (or dry-run) a suite and write its JSON; returns (exit code, path). Options and the output path
+    are checked first (UsageError)."""
     from .report import summary_lines
     from .suite import header, write_run
 
     configs = _configs(args)
     if not configs:
-        raise SystemExit(f"benchmarks: suite {args.suite!r} has no configs left after filtering")
-    vdev, device = _vdev(args)
-    options = {"tune_top_k": args.tune_top_k} if args.tune_top_k else {}
+        raise UsageError(f"suite {args.suite!r} has no configs left after filtering")
     if args.tune_top_k is not None and args.tune_top_k < 1:
-        raise SystemExit("benchmarks: --tune-top-k must be >= 1")
+        raise UsageError("--tune-top-k must be >= 1")
+    vdev, device = _vdev(args)
+    name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
+    out = _writable(args.out or os.path.join(OUT_DIR, name), "--out")
+    options: dict[str, Any] = {"tune_top_k": args.tune_top_k} if args.tune_top_k else {}
+    if getattr(args, "autotune_stages", None):
+        options["autotune_stages"] = args.autotune_stages
     head = header(_command(args), device)
     head.update(suite=args.suite, target=vdev.name, dry_run=bool(args.dry_run), configs=len(configs),
                 systems=sorted({s for c in configs for s in c.systems}),
@@ -154,20 +268,32 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     t0 = time.perf_counter()
     print(f"{args.suite}: {len(configs)} configs on {device} (model {vdev.name})"
           + (" -- dry run" if args.dry_run else ""), flush=True)
-    name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
-    out = args.out or os.path.join(RESULTS_DIR, name)
     if args.dry_run:
         from .dryrun import dry_run_configs
 
+        head["sms"] = vdev.num_eus
         rows = dry_run_configs(configs, vdev, system_options=options)
+    elif getattr(args, "tracker", None):
+        from .remote import run_remote
+
+        rows, remote = run_remote(configs, vdev, tracker=args.tracker, key=args.key, timeout_s=args.config_timeout,
+                                  options={"rep_ms": args.rep_ms, "workers": args.workers, "system_options": options,
+                                           "command": head["command"]})
+        head.update(remote)
     else:
+        import torch
+
         from .suite import run_configs
+
+        head.update(sms=torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count,
+                    headline_timing="cuda-graph")
 
         def save_partial(rows_so_far: list) -> None:  # a run cut off (e.g. by a time limit) keeps its rows
             write_run(out, {**head, "partial": True, "wall_s": round(time.perf_counter() - t0, 1)}, rows_so_far)
 
-        rows = run_configs(configs, vdev, workers=args.workers, system_options=options,
-                           rep_ms=getattr(args, "rep_ms", 1000.0), on_config=save_partial)
+        with tempfile.TemporaryDirectory(prefix="pt-tvm-autotune-") as cache:  # TileLang's autotuner: run-local
+            rows = run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
+                               system_options={**options, "autotune_cache": cache}, on_config=save_partial)
     head["wall_s"] = round(time.perf_counter() - t0, 1)
     write_run(out, head, rows)
     if args.dry_run:
@@ -190,7 +316,7 @@ def _print_comparison(run: str, baseline: str, args: argparse.Namespace) -> int:
 
     try:
         result = compare_files(run, baseline, threshold=args.threshold, all_systems=args.all_systems)
-    except (OSError, ValueError) as e:
+    except ValueError as e:  # RunFileError included: a bad file, or a dry run against a timed one
         print(f"benchmarks compare: {e}", file=sys.stderr)
         return 2
     print(result.text(args.threshold))
@@ -201,15 +327,20 @@ def _print_comparison(run: str, baseline: str, args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    """Run, then (with --compare) check against the baseline; exit 1 on a regression (or a failed dry run)."""
-    if args.compare and not os.path.exists(args.compare):
-        raise SystemExit(f"benchmarks: baseline {args.compare!r} not found")
+def _bench(args: argparse.Namespace) -> int:
+    if args.compare:
+        load_run(args.compare)  # a missing or broken baseline stops here, before the suite runs
     code, out = cmd_run(args)
     if not args.compare:
         return code
     print(f"comparing {out} with {args.compare}")
     return max(code, _print_comparison(out, args.compare, args))
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run, then (with --compare) check against the baseline, which is read and checked before the run:
+    exit 1 on a regression (or a failed dry run), 2 on bad options or a bad baseline."""
+    return _one_line_errors("benchmarks bench")(_bench)(args)
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -226,7 +357,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    table, pngs = write_report(args.run, args.out_dir, subject=args.system)
+    load_run(args.run)  # a bad run stops here, before the folder is made
+    table, pngs = write_report(args.run, _writable_dir(args.out_dir, "--out-dir"), subject=args.system)
     print(f"wrote {table}" + (f" and {len(pngs)} charts" if pngs else " (no timed rows: no charts)"))
     for p in pngs:
         print(f"  {p}")
@@ -241,13 +373,42 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     from .report import merge_runs
     from .suite import write_run
 
+    out = _writable(args.out, "--out")
     try:
         head, rows = merge_runs(args.runs, reruns=args.rerun or ())
-    except (OSError, ValueError) as e:
+    except ValueError as e:
         print(f"benchmarks merge: {e}", file=sys.stderr)
         return 2
-    write_run(args.out, head, rows)
-    print(f"wrote {args.out}: {len(rows)} rows from {len(args.runs)} runs")
+    write_run(out, head, rows)
+    print(f"wrote {out}: {len(rows)} rows from {len(args.runs)} runs")
+    return 0
+
+
+def _cmd_readme(args: argparse.Namespace) -> int:
+    from .readme import load_index, readme_section, results_index, splice
+
+    index = load_index(args.index)
+    folder = os.path.dirname(os.path.abspath(args.index))
+    try:
+        with open(args.readme) as f:
+            before = f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {args.readme}: {e.strerror or e}") from None
+    after = splice(before, readme_section(index.current, folder, os.path.dirname(os.path.abspath(args.readme))),
+                   args.readme)
+    index_md = os.path.join(folder, "README.md")
+    index_before = open(index_md).read() if os.path.exists(index_md) else ""
+    index_after = results_index(index, folder)
+    stale = [path for path, old, new in ((args.readme, before, after), (index_md, index_before, index_after))
+             if old != new]
+    if args.check:
+        for path in stale:
+            print(f"stale: {path} (run `python -m benchmarks readme`)")
+        return 1 if stale else 0
+    for path, text in ((args.readme, after), (index_md, index_after)):
+        with open(path, "w") as f:
+            f.write(text)
+    print(f"wrote {args.readme} (results section) and {index_md}" + ("" if stale else " (unchanged)"))
     return 0
 
 
@@ -255,18 +416,24 @@ def _cmd_search_time(args: argparse.Namespace) -> int:
     from pt_tvm import hw
 
     from .configs import subsample, suite_configs
-    from .searchtime import cpu_description, default_configs, format_table, measure_search_times
+    from .searchtime import (
+        cpu_description,
+        default_configs,
+        format_table,
+        measure_search_times,
+    )
     from .suite import header, write_run
 
     vdev = hw.get(args.target)
+    out = None if args.no_save else _writable(
+        args.out or os.path.join(OUT_DIR, f"search-time-{vdev.name}-{_stamp()}.json"), "--out")
     configs = default_configs() if not args.suite else suite_configs(args.suite)
     configs = subsample(configs, args.max_configs)
     cpu = cpu_description()  # before the searches load the machine themselves
     rows = measure_search_times(configs, vdev, repeat=args.repeat)
     print()
     print(format_table(rows, cpu))
-    if not args.no_save:
-        out = args.out or os.path.join(RESULTS_DIR, f"search-time-{vdev.name}-{_stamp()}.json")
+    if out:
         head = header(_command(args), "none (CPU search only)")
         head.update(cpu, target=vdev.name, kind="search-time")
         write_run(out, head, rows)
@@ -313,14 +480,30 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     add_compare_options(p)
     p.set_defaults(func=_cmd_compare)
 
+    p = sub.add_parser("calibrate", help="fit the cost model to the pt-tvm plans runs measured",
+                       description="Fits per-sEU occupancy scales and a per-iteration overhead to the pt-tvm "
+                                   "candidates measured in benchmark run JSON files; the search then uses them.")
+    p.add_argument("runs", nargs="+", help="benchmark run JSON files (python -m benchmarks run ...)")
+    p.add_argument("--target", required=True, help="the chip the runs were measured on (e.g. h200)")
+    p.add_argument("--out", help="directory to write <target>.json (default: the pt-tvm cache dir)")
+    p.set_defaults(func=cmd_calibrate)
+
     p = sub.add_parser("search-time", help="pt-tvm's CPU search time per template/config vs published figures")
     p.add_argument("--target", default="h100", help="chip model to search for (default h100)")
     p.add_argument("--suite", help="time the configs of this suite instead of the default set")
     p.add_argument("--max-configs", type=int, metavar="N", help="only N configs spread over the set")
     p.add_argument("--repeat", type=int, default=1, help="searches per config; the minimum is reported")
-    p.add_argument("--out", help="JSON to write (default benchmarks/results/search-time-TARGET-DATE.json)")
+    p.add_argument("--out", help="JSON to write (default out/search-time-TARGET-DATE.json, git-ignored)")
     p.add_argument("--no-save", action="store_true", help="print only, write no JSON")
     p.set_defaults(func=_cmd_search_time)
+
+    p = sub.add_parser("readme", help="regenerate README.md's results section and benchmarks/results/README.md "
+                                      "from the runs benchmarks/results/index.json names")
+    p.add_argument("--index", default=os.path.join(RESULTS, "index.json"),
+                   help="the index of current runs (default benchmarks/results/index.json)")
+    p.add_argument("--readme", default=os.path.join(ROOT, "README.md"), help="the README to update")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 when either text is stale")
+    p.set_defaults(func=_cmd_readme)
     return parser
 
 
@@ -329,4 +512,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.prog, args.argv = "python -m benchmarks", argv
-    return int(args.func(args) or 0)
+    return int(_one_line_errors("benchmarks")(args.func)(args) or 0)

@@ -2,7 +2,9 @@
 
 Rows are matched on (kernel, config, system). A row regresses when it was
 valid in the baseline and is invalid (or missing its time) now, or when its
-median time grew by more than ``threshold`` (0.05: 5 % slower). Only pt-tvm's
+median time grew by more than ``threshold`` (0.05: 5 % slower): the headline
+times (CUDA-graph replay), or the times of calls queued back to back when one
+of the runs predates CUDA-graph timing. Only pt-tvm's
 rows are checked unless ``all_systems``. Rows present in only one of the runs
 are listed but do not fail the check (a run may be a subset). Two dry runs
 compare validity only (nothing was timed); a dry run cannot be compared
@@ -13,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .report import SUBJECT, config_key, config_label, geomean, load_run
+from .report import SUBJECT, config_key, config_label, geomean
+from .runfile import load_run
 
 __all__ = ["Comparison", "compare_runs", "compare_files"]
 
@@ -55,8 +58,9 @@ def _name(row: Mapping[str, Any]) -> str:
     return f"{row['kernel']} [{config_label(row)}] {row['system']}"
 
 
-def _ms(row: Mapping[str, Any]) -> float | None:
-    ms = row.get("ms")
+def _ms(row: Mapping[str, Any], queued: bool = False) -> float | None:
+    """A valid row's median time: its headline, or (``queued``) its calls queued back to back."""
+    ms = (row.get("queued") or {}).get("ms", row.get("ms")) if queued else row.get("ms")
     return float(ms) if row.get("valid") is True and isinstance(ms, (int, float)) and ms > 0 else None
 
 
@@ -82,6 +86,8 @@ def compare_runs(run: Mapping[str, Any], baseline: Mapping[str, Any], *, thresho
         return {(config_key(r), r["system"]): r for r in rows if systems is None or r["system"] in systems}
 
     now, base = index(run["rows"]), index(baseline["rows"])
+    # a run timed only by queued calls (before CUDA-graph timing) is compared queued with queued
+    queued = any("timing" in r for r in run["rows"]) != any("timing" in r for r in baseline["rows"])
     regressions, improvements, speeds = [], [], []
     for key in (k for k in base if k in now):
         b, r = base[key], now[key]
@@ -89,7 +95,7 @@ def compare_runs(run: Mapping[str, Any], baseline: Mapping[str, Any], *, thresho
             if b.get("valid") is True and r.get("valid") is False:
                 regressions.append(f"{_name(r)}: became invalid ({_why(r)})")
             continue
-        b_ms, r_ms = _ms(b), _ms(r)
+        b_ms, r_ms = _ms(b, queued), _ms(r, queued)
         if b_ms is not None and r_ms is None:
             regressions.append(f"{_name(r)}: became invalid ({_why(r)}); baseline {b_ms:.4f} ms")
         elif b_ms is None and r_ms is not None:
@@ -103,7 +109,8 @@ def compare_runs(run: Mapping[str, Any], baseline: Mapping[str, Any], *, thresho
             elif -change > threshold:
                 improvements.append(f"{_name(r)}: {b_ms:.4f} ms -> {r_ms:.4f} ms ({change:+.1%})")
     common = sum(1 for k in base if k in now)
-    notes = ("dry runs: validity only, nothing was timed",) if dry[0] else ()
+    notes = ("dry runs: validity only, nothing was timed",) if dry[0] else \
+        ("one run predates CUDA-graph timing: compared on calls queued back to back",) if queued else ()
     return Comparison(tuple(regressions), tuple(improvements), common,
                       only_in_run=tuple(_name(now[k]) for k in now if k not in base),
                       only_in_baseline=tuple(_name(base[k]) for k in base if k not in now),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from . import decode
 from .suite import Config
 from .systems import PEERS_BY_SUITE, SYSTEMS
 
@@ -117,6 +118,7 @@ SUITES: dict[str, Callable[[], list[Config]]] = {
     "gemm": _gemm,
     "gemm-core": _gemm_core,
     "mamba": _mamba,
+    "decode": decode.configs,
 }
 _ALL = ("attention", "gemm")  # the full grids; the core suites are slices of them
 

@@ -3,9 +3,13 @@
 For each config the template is resolved, pt-tvm's two-level search runs for
 the target, the candidates measured refinement would compile are picked
 (``pt_tvm.tune.diverse_top``), and the winner is lowered with
-``tilelang.lower``; TileLang's own schedule (``tilelang-auto``) is lowered
-too. Rows have the run's fields with ``ms``/``tflops``/``rel_err`` None and
-``dry_run: true``. ``valid`` is True when the system's CPU step (search and
+``tilelang.lower``; TileLang's own schedules are lowered too (``tilelang-auto``,
+``tilelang-ws`` with its role-based warp specialization, and for
+``tilelang-autotune`` the first config of the space its autotuner would try,
+through the same ``tilelang.jit`` wrapper; the tuning itself needs a GPU).
+Rows have the run's fields with ``ms``/``tflops``/``rel_err`` None and
+``dry_run: true``, and ``grid``/``waves`` of TileLang's kernels on the
+model's SM count. ``valid`` is True when the system's CPU step (search and
 lowering) succeeded, False when it raised (``error`` says why), and None for
 peers, which are only built on a GPU (``skipped`` says so).
 """
@@ -13,22 +17,44 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from .suite import Config, _error, _short
+from .systems import AUTOTUNE_NUM_STAGES, autotune_configs, autotune_jit, grid_blocks, role_based_ws_configs
 
 __all__ = ["dry_run_configs"]
 
 _PT_TVM = ("pt-tvm", "pt-tvm-model")  # both take the searched plan; pt-tvm then measures the top k on a GPU
 
 
-def _lower(func: Any, vdev: Any, pass_configs: Mapping[str, Any]) -> tuple[int, float]:
-    """(characters of device source, seconds) of ``tilelang.lower`` for the model's target; no GPU needed."""
+def _lower(func: Any, vdev: Any, pass_configs: Mapping[str, Any]) -> tuple[str, dict]:
+    """``tilelang.lower`` for the model's target (no GPU needed): (device source, row fields: its characters,
+    seconds, the kernel's grid and waves on the model's SMs)."""
     from pt_tvm.compiler import lower_planned
 
     t0 = time.perf_counter()
     art = lower_planned(func, vdev.tvm_target(), pass_configs)  # with the configs the plan recorded
-    return len(art.kernel_source), round(time.perf_counter() - t0, 3)
+    grid = grid_blocks(func)
+    return art.kernel_source, {"source_chars": len(art.kernel_source), "lower_s": round(time.perf_counter() - t0, 3),
+                               "grid": grid, "waves": round(grid / vdev.num_eus, 3) if grid else None}
+
+
+def _tilelang_info(system: str, template: Any, problem: Mapping[str, Any], vdev: Any,
+                   autotune_stages: Sequence[int]) -> dict:
+    """The CPU half of TileLang's own systems: lower the kernel each would build."""
+    if system == "tilelang-autotune":
+        configs = autotune_configs(template, problem, autotune_stages)
+        if not configs:
+            raise ValueError(f"{template.name}: no tile of the template's tile space fits this problem")
+        func = autotune_jit(template, vdev).get_tir(**problem, **configs[0])
+        return {"autotune_configs": len(configs), "lowered_config": configs[0],
+                **_lower(func, vdev, template.pass_configs)[1]}
+    func = template.build(num_stages=2, **problem)
+    if system == "tilelang-ws":  # does TileLang's role-based scheduler change the kernel at all?
+        source, lowered = _lower(func, vdev, role_based_ws_configs(template))
+        return {"tile": dict(template.tile), **lowered,
+                "ws_changed_kernel": source != _lower(func, vdev, template.pass_configs)[0]}
+    return {"tile": dict(template.tile), **_lower(func, vdev, template.pass_configs)[1]}
 
 
 def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: Any, top_k: int) -> dict:
@@ -40,14 +66,13 @@ def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: A
     result, _, build = schedule_template(cfg.kernel, vdev, params=problem)
     wall = time.perf_counter() - t0
     best = result.best
-    chars, lower_s = _lower(build(), vdev, template.pass_configs)
+    _, lowered = _lower(build(), vdev, template.pass_configs)
     flops = template.flops(problem)
     return {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(result.seconds, 3),
             "search_wall_s": round(wall, 3), "plans_considered": result.considered,
             "predicted_ms": best.seconds * 1e3, "predicted_tflops": flops / best.seconds / 1e12,
             "tune_candidates": [{"note": c.note, "tile": dict(c.plan.tile), "predicted_ms": c.seconds * 1e3}
-                                for c in diverse_top(result, top_k)],
-            "lower_s": lower_s, "source_chars": chars}
+                                for c in diverse_top(result, top_k)], **lowered}
 
 
 def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = sys.stdout,
@@ -58,6 +83,7 @@ def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = sys.stdo
     from pt_tvm.tune import DEFAULT_TOP_K
 
     top_k = int((system_options or {}).get("tune_top_k") or DEFAULT_TOP_K)
+    stages = (system_options or {}).get("autotune_stages", AUTOTUNE_NUM_STAGES)
     rows = []
     for cfg in configs:
         template = templates.get(cfg.kernel)
@@ -88,15 +114,14 @@ def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = sys.stdo
                     if system != "pt-tvm":
                         info.pop("tune_candidates")
                     row.update(info, valid=True)
-                elif system == "tilelang-auto":
-                    chars, lower_s = _lower(template.build(num_stages=2, **problem), vdev, template.pass_configs)
-                    row.update(tile=dict(template.tile), lower_s=lower_s, source_chars=chars, valid=True)
+                elif system.startswith("tilelang-"):
+                    row.update(_tilelang_info(system, template, problem, vdev, stages), valid=True)
                 else:
                     row["skipped"] = "peers are built, checked and timed only on a GPU"
             except Exception as e:  # the harness records failures as rows, as on the GPU
                 row.update(valid=False, error=_error(e))
             rows.append(row)
             state = {True: "ok", False: "FAILED", None: "skipped"}[row["valid"]]
-            print(f"{cfg.kernel:<16} {_short(problem):<52} {system:<14} dry-run {state}  "
+            print(f"{cfg.kernel:<16} {_short(problem):<52} {system:<17} dry-run {state}  "
                   f"{row.get('plan', '')} {row.get('error', '')}", file=log, flush=True)
     return rows

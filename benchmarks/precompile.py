@@ -11,6 +11,7 @@ run at a lower CPU priority so the timed process's launches are not starved.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import heapq
 import itertools
 import json
@@ -21,9 +22,14 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from .systems import build_system
+import torch
 
-__all__ = ["Precompiler", "JIT_SYSTEMS", "WAIT_S"]
+from pt_tvm import templates, tune
+from pt_tvm.compiler import schedule_template
+
+from .systems import AUTOTUNE_NUM_STAGES, autotune_configs, autotune_jit, build_system, tilelang_cache
+
+__all__ = ["Precompiler", "JIT_SYSTEMS", "WAIT_S", "search_jobs"]
 
 # compiled on their first call into an on-disk cache (Inductor's); flash-attn-4's CuTe kernels are not listed:
 # their cache lives in the process (its on-disk one is off by default; with it on, a run on one H200 made no
@@ -37,16 +43,23 @@ def _lower_priority() -> None:
     os.nice(10)
 
 
+def search_jobs(job: tuple) -> tuple[list[tuple], Any]:
+    """Worker: search ``(name, params, vdev, top_k)``; the compile jobs of the plans ``tune_template`` measures
+    and the search itself (``pt_tvm.tune.Searched``), cut to those plans (small to send back)."""
+    name, params, vdev, top_k = job
+    result, problem, _ = schedule_template(name, vdev, params=params)
+    picks = tune.diverse_top(result, top_k)
+    light = tuple(dataclasses.replace(c, estimate=dataclasses.replace(c.estimate, trace=())) for c in picks)
+    return (tune.compile_jobs(name, problem, vdev, picks),
+            tune.Searched(dataclasses.replace(result, ranked=light, best=light[0]), dict(problem)))
+
+
 def _warm(job: tuple) -> str:
     """Worker: build one system (and call a JIT-compiled one once on the config's shapes)."""
-    system, kernel, problem, vdev_name = job
-    from pt_tvm import hw, templates
-
+    system, kernel, problem, vdev = job
     template = templates.get(kernel)
-    fn, info = build_system(system, template, problem, hw.get(vdev_name))
+    fn, info = build_system(system, template, problem, vdev)
     if fn is not None and system in JIT_SYSTEMS:
-        import torch
-
         try:
             fn(*template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(0)))
             torch.cuda.synchronize()
@@ -56,19 +69,42 @@ def _warm(job: tuple) -> str:
     return info.get("error", "ok")
 
 
+def _autotune_compile(job: tuple) -> str:
+    """Worker: compile one config of TileLang's autotuner into the run's autotune cache, as the autotuner's
+    own compile step would (it then loads the kernel instead of compiling it)."""
+    kernel, problem, vdev, config, cache = job
+    try:
+        with tilelang_cache(cache):
+            autotune_jit(templates.get(kernel), vdev).compile(**problem, **config)
+        return "ok"
+    except Exception as e:  # the autotuner meets (and skips) it again
+        return f"{type(e).__name__}: {e}"
+
+
+def _autotune_jobs(config: Any, vdev: Any, cache: str | None, stages: Sequence[int]) -> list[tuple]:
+    """The compile jobs of TileLang's autotuner on one benchmark config (none when the template rejects it:
+    the timed process records why)."""
+    template = templates.get(config.kernel)
+    try:
+        problem, _ = template.resolve(**config.problem)
+    except templates.TemplateError:
+        return []
+    return [(config.kernel, problem, vdev, tile, cache) for tile in autotune_configs(template, problem, stages)]
+
+
 class Precompiler:
     """A pool of ``workers`` spawned processes fed in priority order: GPU-touching warm-ups, then per
     config (in the order given) its pt-tvm search, then the kernels that search picked and TileLang's
-    own schedule. :meth:`ready` blocks until a config's kernels are compiled and returns its search
-    (``pt_tvm.tune.Searched``, for ``tune_template``) or None."""
+    own schedules (its default, its role-based warp specialization, every config its autotuner tries,
+    in ``autotune_cache``). :meth:`ready` blocks until a config's kernels are compiled and returns its
+    search (``pt_tvm.tune.Searched``, for ``tune_template``) or None."""
 
     def __init__(self, configs: Sequence[Any], vdev: Any, workers: int, tune_top_k: int | None = None,
-                 log: Any = None) -> None:
-        from pt_tvm import tune
-
+                 log: Any = None, autotune_cache: str | None = None,
+                 autotune_stages: Sequence[int] = AUTOTUNE_NUM_STAGES) -> None:
         self._log = log if log is not None else sys.stderr
         self._top_k = tune_top_k or tune.DEFAULT_TOP_K
-        self._vdev = vdev.name
+        self._vdev = vdev
         self._lock = threading.RLock()  # a future already done runs its callback at once, lock held
         self._queue: list[tuple] = []  # (priority, seq, fn, job, config index or None)
         self._seq = itertools.count()
@@ -91,11 +127,15 @@ class Precompiler:
                             warmed.add(key)
                             self._jit_left += 1
                             self._push((0,), _warm, (s, c.kernel, dict(c.problem), self._vdev), None)
-                    elif s == "tilelang-auto" or (s == "pt-tvm-model" and "pt-tvm" not in c.systems):
+                    elif s in ("tilelang-auto", "tilelang-ws") or (s == "pt-tvm-model" and "pt-tvm" not in c.systems):
                         self._left[i] += 1
                         self._push((1, i), _warm, (s, c.kernel, dict(c.problem), self._vdev), i)
+                    elif s == "tilelang-autotune":
+                        for job in _autotune_jobs(c, self._vdev, autotune_cache, autotune_stages):
+                            self._left[i] += 1
+                            self._push((1, i, 2), _autotune_compile, job, i)
                 if "pt-tvm" in c.systems:
-                    self._push((1, i, 0), tune.search_jobs, (c.kernel, dict(c.problem), self._vdev, self._top_k), i)
+                    self._push((1, i, 0), search_jobs, (c.kernel, dict(c.problem), self._vdev, self._top_k), i)
                 else:
                     self._left[i] -= 1
                     self._check(i)
@@ -121,8 +161,6 @@ class Precompiler:
             fut.add_done_callback(lambda f, fn=fn, i=index: self._finished(f, fn, i))
 
     def _finished(self, fut: concurrent.futures.Future, fn: Callable, index: int | None) -> None:
-        from pt_tvm import tune
-
         with self._lock:
             self._slots += 1
             if index is None:
@@ -130,10 +168,10 @@ class Precompiler:
                 if not self._jit_left:
                     self._jit_done.set()
             else:
-                if fn is tune.search_jobs and not fut.cancelled() and fut.exception() is None:
+                if fn is search_jobs and not fut.cancelled() and fut.exception() is None:
                     compiles, self._searched[index] = fut.result()
                     for job in compiles:
-                        key = json.dumps(job, sort_keys=True)
+                        key = json.dumps(job[:4], sort_keys=True)  # one run, one chip
                         if key not in self._compiled:
                             self._compiled.add(key)
                             self._left[index] += 1

@@ -3,8 +3,13 @@
 ``table.md`` has, per kernel, the TFLOP/s of every system and the best peer,
 then the ratio of pt-tvm to each other system and to the best peer (pt-tvm
 TFLOP/s over theirs: above 1 means pt-tvm is faster) with geometric means
-over the configs where both rows are valid. Peers are the systems that are
-not pt-tvm's own (names starting with ``pt-tvm``). Invalid rows are listed
+over the configs where both rows are valid, and beside each the same mean
+over the configs where every system fills the GPU (:func:`fills_gpu`). Peers
+are the systems that are not pt-tvm's own (names starting with ``pt-tvm``).
+Times are the headline of each row: replayed from a CUDA graph where the run
+captured one, else calls queued back to back; the report lists where the two
+differ by more than 10 %, the systems that could not be captured, and the
+outputs the check could not verify as NaN-prefilled. Invalid rows are listed
 with their reason and left out of every ratio.
 """
 from __future__ import annotations
@@ -15,20 +20,15 @@ import os
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["load_run", "merge_runs", "config_key", "config_label", "is_peer", "best_peer", "geomean", "markdown",
-           "plot", "write_report", "summary_lines"]
+from .runfile import load_run
+
+__all__ = ["load_run", "merge_runs", "config_key", "config_label", "is_peer", "best_peer", "geomean", "fills_gpu",
+           "speedups", "markdown", "plot", "write_report", "summary_lines", "FILL_WAVES", "FILL_MS", "TIMING_GAP"]
 
 SUBJECT = "pt-tvm"
-
-
-def load_run(path: str) -> dict:
-    """A run JSON (``{"header": ..., "rows": [...]}``); a file without ``rows`` raises ValueError."""
-    with open(path) as f:
-        run = json.load(f)
-    if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
-        raise ValueError(f"{path}: not a benchmark run (expected an object with a 'rows' list)")
-    run.setdefault("header", {})
-    return run
+FILL_WAVES = 1.0  # a config fills the GPU when every kernel launches more blocks than the GPU has SMs ...
+FILL_MS = 0.05  # ... and every call takes longer than 50 us (shorter ones are launch-bound)
+TIMING_GAP = 0.10  # queued and CUDA-graph medians differing by more than this are listed
 
 
 _PART_KEYS = ("date", "command", "shard", "wall_s", "configs", "partial")
@@ -42,7 +42,7 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, 
     Each of ``reruns``, in order, a run of some of those configs again (same device and versions, any
     commit), replaces every row of its configs; its part records its commit.
     """
-    runs = [load_run(p) for p in paths]
+    runs = [load_run(p, need_rows=False) for p in paths]
     heads = [r["header"] for r in runs]
     for key in ("device", "git_commit", "tilelang", "torch", "dry_run"):
         values = {str(h.get(key)) for h in heads}
@@ -61,7 +61,7 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, 
                 parts=[{k: h.get(k) for k in _PART_KEYS} for h in heads],
                 systems=sorted({s for h in heads for s in h.get("systems", [])}))
     for rerun in reruns:
-        again = load_run(rerun)
+        again = load_run(rerun, need_rows=False)
         for key in ("device", "tilelang", "torch", "dry_run"):
             if str(again["header"].get(key)) != str(head.get(key)):
                 raise ValueError(f"{rerun}: differs in {key} from the run it would patch")
@@ -93,6 +93,8 @@ def config_label(row: Mapping[str, Any]) -> str:
         gqa = f"/{c['kv_heads']}" if c.get("kv_heads", c.get("heads")) != c.get("heads") else ""
         return (f"{dt} d{c['dim']} s{c['seq_len']} b{c['batch']} h{c['heads']}{gqa}"
                 + (" causal" if c.get("causal") else ""))
+    if {"seqlen", "headdim", "dstate"} <= set(c):  # Mamba2's chunk kernels
+        return f"{dt} b{c.get('batch')} s{c['seqlen']} h{c.get('heads')} p{c['headdim']} n{c['dstate']}"
     if {"M", "N", "K"} <= set(c):
         note = row.get("note", "")
         shape = f"{c['M']}x{c['N']}x{c['K']}"
@@ -125,6 +127,15 @@ def geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
+def fills_gpu(by_system: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether every valid, timed system of one config fills the GPU: more than :data:`FILL_WAVES` waves
+    of blocks (``waves``, where the row knows its kernel's grid: TileLang's kernels) and more than
+    :data:`FILL_MS` per call. Configs that fail this are launch- or latency-bound."""
+    timed = [r for r in by_system.values() if _tflops(r) is not None]
+    return bool(timed) and all(float(r["ms"]) > FILL_MS and (r.get("waves") is None or r["waves"] > FILL_WAVES)
+                               for r in timed)
+
+
 def _group(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Mapping[str, Any]]]]:
     """kernel -> config key -> system -> row, in first-appearance order."""
     out: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
@@ -140,13 +151,20 @@ def _systems(configs: Mapping[str, Mapping[str, Any]], subject: str) -> list[str
     return sorted(seen, key=lambda s: (s != subject, not s.startswith("pt-tvm")))  # stable otherwise
 
 
-def _cell(row: Mapping[str, Any] | None) -> str:
+def _graph_timed(rows: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether the run timed its systems two ways (CUDA graph and queued), not queued only."""
+    return any("timing" in r for r in rows)
+
+
+def _cell(row: Mapping[str, Any] | None, two_ways: bool) -> str:
     if row is None:
         return "—"
     if row.get("valid") is False:
         return "invalid"
     tf = _tflops(row)
-    return f"{tf:.0f}" if tf is not None else "not timed"
+    if tf is None:
+        return "not timed"
+    return f"{tf:.0f}" + ("q" if two_ways and row.get("timing") == "queued" else "")
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -157,61 +175,120 @@ def _fmt_ratio(r: float | None) -> str:
     return f"{r:.2f}x" if r is not None else "—"
 
 
-def _kernel_tables(kernel: str, configs: Mapping[str, Mapping[str, Mapping[str, Any]]], subject: str) -> list[str]:
+def speedups(configs: Mapping[str, Mapping[str, Mapping[str, Any]]], subject: str, other: str | None
+             ) -> tuple[list[float], list[float]]:
+    """The subject's TFLOP/s over ``other``'s (None: the best peer) per config where both are valid and
+    timed: (over all such configs, over those where every system fills the GPU)."""
+    every, full = [], []
+    for by_system in configs.values():
+        if other is None:
+            best = best_peer(by_system)
+            r = _ratio(_tflops(by_system.get(subject)), best[1] if best else None)
+        else:
+            r = _ratio(_tflops(by_system.get(subject)), _tflops(by_system.get(other)))
+        if r is not None:
+            every.append(r)
+            if fills_gpu(by_system):
+                full.append(r)
+    return every, full
+
+
+def _means(every: list[float], full: list[float]) -> str:
+    """``**all** (n=..); fills GPU ... (n=..)``: a geometric mean beside its mean over full-GPU configs."""
+    g, f = geomean(every), geomean(full)
+    if g is None:
+        return "—"
+    return f"**{_fmt_ratio(g)}** (n={len(every)}); fills GPU {_fmt_ratio(f)} (n={len(full)})"
+
+
+def _kernel_tables(kernel: str, configs: Mapping[str, Mapping[str, Mapping[str, Any]]], subject: str,
+                   two_ways: bool) -> list[str]:
     systems = _systems(configs, subject)
     others = [s for s in systems if s != subject]
-    lines = [f"## {kernel}", "", "TFLOP/s (median; `invalid`: failed the reference check or did not build)", ""]
-    lines += ["| config | " + " | ".join(systems) + " | best peer |", "|---" * (len(systems) + 2) + "|"]
+    timing = "CUDA-graph replay; `q`: calls queued back to back, the capture failed" if two_ways else \
+        "calls queued back to back"
+    lines = [f"## {kernel}", "", f"TFLOP/s (median, {timing}; `invalid`: failed the reference check or did not "
+             "build)", ""]
+    lines += ["| config | " + " | ".join(systems) + " | best peer | fills GPU |", "|---" * (len(systems) + 3) + "|"]
     for by_system in configs.values():
         label = config_label(next(iter(by_system.values())))
         best = best_peer(by_system)
-        lines.append(f"| {label} | " + " | ".join(_cell(by_system.get(s)) for s in systems)
-                     + f" | {f'{best[0]} ({best[1]:.0f})' if best else '—'} |")
+        lines.append(f"| {label} | " + " | ".join(_cell(by_system.get(s), two_ways) for s in systems)
+                     + f" | {f'{best[0]} ({best[1]:.0f})' if best else '—'} | "
+                     + ("yes" if fills_gpu(by_system) else "no") + " |")
     if subject not in systems or not others:
         return lines + [""]
-    lines += ["", f"Speed-up of {subject} (its TFLOP/s over the other's; > 1: {subject} is faster)", ""]
+    lines += ["", f"Speed-up of {subject} (its TFLOP/s over the other's; > 1: {subject} is faster); geometric means "
+              f"over all configs, then over those where every system fills the GPU (> {FILL_WAVES:g} wave, "
+              f"> {FILL_MS * 1e3:.0f} us per call)", ""]
     cols = [f"{subject}/{s}" for s in others] + [f"{subject}/best peer"]
     lines += ["| config | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    per_col: list[list[float]] = [[] for _ in cols]
     for by_system in configs.values():
         mine = _tflops(by_system.get(subject))
         best = best_peer(by_system)
         ratios = [_ratio(mine, _tflops(by_system.get(s))) for s in others]
         ratios.append(_ratio(mine, best[1] if best else None))
-        for col, r in zip(per_col, ratios):
-            if r is not None:
-                col.append(r)
         label = config_label(next(iter(by_system.values())))
         lines.append(f"| {label} | " + " | ".join(_fmt_ratio(r) for r in ratios) + " |")
-    means = [geomean(c) for c in per_col]
-    lines.append("| **geomean** | " + " | ".join(
-        f"**{_fmt_ratio(m)}** (n={len(c)})" if m is not None else "—" for m, c in zip(means, per_col)) + " |")
+    lines.append("| **geomean** | " + " | ".join(_means(*speedups(configs, subject, s)) for s in [*others, None])
+                 + " |")
     return lines + [""]
 
 
 def summary_lines(rows: Sequence[Mapping[str, Any]], subject: str = SUBJECT) -> list[str]:
-    """Per kernel: geomean of subject/best peer, and how many configs the subject wins."""
+    """Per kernel: geomean of subject/best peer, how many configs the subject wins, and the geomean over the
+    configs where every system fills the GPU."""
     out = []
     for kernel, configs in _group(rows).items():
-        ratios = []
-        for by_system in configs.values():
-            best = best_peer(by_system)
-            r = _ratio(_tflops(by_system.get(subject)), best[1] if best else None)
-            if r is not None:
-                ratios.append(r)
+        ratios, full = speedups(configs, subject, None)
         g = geomean(ratios)
         if g is None:
             out.append(f"{kernel}: {len(configs)} configs, no config with both {subject} and a peer valid and timed")
         else:
             wins = sum(r > 1 for r in ratios)
+            f = geomean(full)
             out.append(f"{kernel}: {subject}/best peer geomean {g:.2f}x over {len(ratios)} configs "
-                       f"({subject} fastest on {wins})")
+                       f"({subject} fastest on {wins}); where every system fills the GPU "
+                       + (f"{f:.2f}x over {len(full)}" if f is not None else "no config"))
     return out
 
 
+def _timing_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Where queued calls and CUDA-graph replays disagree by more than TIMING_GAP, and what was not captured."""
+    gaps = []
+    for r in rows:
+        q, g = r.get("queued"), r.get("graph")
+        if q and g and abs(q["ms"] / g["ms"] - 1.0) > TIMING_GAP:
+            gaps.append(f"| {r['kernel']} | {config_label(r)} | {r['system']} | {q['ms'] * 1e3:.1f} | "
+                        f"{g['ms'] * 1e3:.1f} | {q['ms'] / g['ms']:.2f} |")
+    lines = ["## Queued calls vs CUDA graph", "",
+             f"Rows whose median per call differs by more than {TIMING_GAP:.0%} between calls queued back to back "
+             "and the same calls replayed from a CUDA graph (the headline): the host's launch path shows.", ""]
+    if gaps:
+        lines += ["| kernel | config | system | queued us | graph us | queued/graph |", "|---|---|---|---|---|---|"]
+        lines += gaps
+    else:
+        lines.append("None.")
+    failed = [r for r in rows if r.get("graph_error")]
+    if failed:
+        lines += ["", "Not captured (headline falls back to queued calls):", "",
+                  "| kernel | config | system | why |", "|---|---|---|---|"]
+        lines += [f"| {r['kernel']} | {config_label(r)} | {r['system']} | {str(r['graph_error']).replace('|', '/')} |"
+                  for r in failed]
+    unverified = [r for r in rows if "unverified" in (r.get("prefill") or ())]
+    if unverified:
+        lines += ["", "Outputs the check could not verify as NaN-prefilled (allocated outside the caching "
+                  "allocator's poisoned memory; an unwritten element there may go unnoticed):", "",
+                  "| kernel | config | system | outputs |", "|---|---|---|---|"]
+        lines += [f"| {r['kernel']} | {config_label(r)} | {r['system']} | "
+                  f"{', '.join(str(k) for k, p in enumerate(r['prefill']) if p == 'unverified')} |" for r in unverified]
+    return lines + [""]
+
+
 def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
-    """The whole ``table.md``: provenance, summary, per-kernel tables, invalid rows."""
+    """The whole ``table.md``: provenance, summary, per-kernel tables, timing, invalid rows."""
     head, rows = run.get("header", {}), run["rows"]
+    two_ways = _graph_timed(rows)
     lines = ["# Benchmark results", ""]
     keys = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "git_commit", "git_commit_note", "date",
             "command")
@@ -226,9 +303,13 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
                      f"`{part.get('command')}`")
     if any(r.get("dry_run") for r in rows):
         lines.append("- **dry run**: nothing was timed (CPU search and lowering only)")
+    elif not two_ways:
+        lines.append("- timing: calls queued back to back only (this run predates CUDA-graph timing)")
     lines += ["", "## Summary", ""] + [f"- {s}" for s in summary_lines(rows, subject)] + [""]
     for kernel, configs in _group(rows).items():
-        lines += _kernel_tables(kernel, configs, subject)
+        lines += _kernel_tables(kernel, configs, subject, two_ways)
+    if two_ways:
+        lines += _timing_lines(rows)
     bad = [r for r in rows if r.get("valid") is False]
     if bad:
         lines += ["## Invalid rows", "", "| kernel | config | system | reason |", "|---|---|---|---|"]
@@ -255,8 +336,9 @@ def _panel(row: Mapping[str, Any]) -> tuple[tuple, str, Any, str]:
     return (kernel, c.get("dtype")), f"{kernel}, {dt}", label, tick
 
 
-_PALETTE = {"pt-tvm": "#d62728", "pt-tvm-model": "#ff9896", "tilelang-auto": "#9467bd", "cudnn-sdpa": "#1f77b4",
-            "fa2-sdpa": "#aec7e8", "fa3": "#2ca02c", "torch-compile": "#7f7f7f", "cublas": "#1f77b4"}
+_PALETTE = {"pt-tvm": "#d62728", "pt-tvm-model": "#ff9896", "tilelang-auto": "#9467bd", "tilelang-autotune": "#c5b0d5",
+            "tilelang-ws": "#6b4c9a", "cudnn-sdpa": "#1f77b4", "fa2-sdpa": "#aec7e8", "fa3": "#2ca02c",
+            "torch-compile": "#7f7f7f", "cublas": "#1f77b4", "mamba-triton": "#ff7f0e"}
 _OTHER = ("#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e")
 
 
@@ -331,10 +413,12 @@ def plot(rows: Sequence[Mapping[str, Any]], out_dir: str, subject: str = SUBJECT
 
 
 def write_report(run_path: str, out_dir: str, subject: str = SUBJECT) -> tuple[str, list[str]]:
-    """Write ``out_dir/table.md`` and the PNG charts for a run JSON; returns their paths."""
+    """Write ``out_dir/table.md`` and the PNG charts for a run JSON; returns their paths. The run is read and
+    its table made before anything is written (a bad run leaves no file behind)."""
     run = load_run(run_path)
+    text = markdown(run, subject)
     os.makedirs(out_dir, exist_ok=True)
     table = os.path.join(out_dir, "table.md")
     with open(table, "w") as f:
-        f.write(markdown(run, subject))
+        f.write(text)
     return table, plot(run["rows"], out_dir, subject)

@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
-from .systems import build_system, flops_per_second
+from pt_tvm.measure import REL_TOL, OutputCheck, Timing, as_outputs, check_call, input_sets
+from .systems import AUTOTUNE_NUM_STAGES, build_system, flops_per_second
+from .timing import TwoWays, time_two_ways
 
-__all__ = ["Config", "run_configs", "header", "write_run"]
+__all__ = ["Config", "run_configs", "verdict", "timing_fields", "header", "write_run"]
 
 
 @dataclass(frozen=True)
@@ -82,31 +83,72 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
 
     With ``workers > 1`` (default: the cores but one) kernels compile in that many processes while
     earlier configs are timed (:class:`benchmarks.precompile.Precompiler`). ``system_options`` go to
-    every system factory (e.g. ``tune_top_k`` for pt-tvm); ``on_config`` gets the rows so far after
-    each config (to save partial results of a run that may be cut off).
+    every system factory (e.g. ``tune_top_k`` for pt-tvm, ``autotune_cache`` for TileLang's
+    autotuner); ``on_config`` gets the rows so far after each config (to save partial results of a
+    run that may be cut off).
     """
+    import torch
+
     from .precompile import Precompiler
 
     configs = list(configs)
     options = {"tune_rep_ms": rep_ms, **(system_options or {})}
     workers = workers or max(1, (os.cpu_count() or 1) - 1)  # a core left to the timed process
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     rows: list[dict] = []
     with contextlib.ExitStack() as stack:
         pre = None
         if workers > 1:
-            pre = stack.enter_context(Precompiler(configs, vdev, workers, options.get("tune_top_k"), log=log))
+            pre = stack.enter_context(Precompiler(configs, vdev, workers, options.get("tune_top_k"), log=log,
+                                                  autotune_cache=options.get("autotune_cache"),
+                                                  autotune_stages=options.get("autotune_stages", AUTOTUNE_NUM_STAGES)))
             options["tune_workers"] = 1  # pt-tvm's candidates come compiled: load them in this process
         for i, cfg in enumerate(configs):
             searched = pre.ready(i) if pre is not None else None
             rows += _run_config(cfg, vdev, searched, options, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms,
-                                rounds=rounds)
+                                rounds=rounds, sms=sms)
             if on_config is not None:
                 on_config(rows)
     return rows
 
 
+def verdict(checks: Sequence[OutputCheck], tol: float) -> dict:
+    """The row fields of a checked call: ``rel_err`` (the worst output's), ``valid`` (every output within
+    ``tol``), per output ``rel_errs`` and ``prefill`` (what its memory held before the call, see
+    :class:`pt_tvm.measure.OutputCheck`), and ``error`` naming each output that failed."""
+    errs = [c.rel_err for c in checks]
+    worst = max(errs)
+    bad = []
+    for k, err in enumerate(errs):
+        if not math.isfinite(err):
+            bad.append(f"output {k} of {len(errs)}: non-finite values (an element left unwritten reads NaN)")
+        elif err > tol:
+            bad.append(f"output {k} of {len(errs)}: relative error {err:.3g} over the tolerance {tol:g}")
+    fields = {"rel_err": worst if math.isfinite(worst) else "inf", "valid": not bad,
+              "rel_errs": [e if math.isfinite(e) else "inf" for e in errs], "prefill": [c.prefill for c in checks]}
+    if bad:
+        fields["error"] = "; ".join(bad)
+    return fields
+
+
+def timing_fields(t: TwoWays, flops: float) -> dict:
+    """A row's timing: the headline (``ms``, ``tflops``, ``timing``: CUDA graph, else queued calls) and
+    both measurements (``queued``, ``graph``: median, p20, p80, calls; ``graph_error`` when not captured)."""
+    how, head = t.headline
+
+    def fields(timing: Timing | None) -> dict | None:
+        return None if timing is None else {"ms": timing.ms, "p20_ms": timing.p20, "p80_ms": timing.p80,
+                                            "calls": timing.calls}
+
+    out = {"ms": head.ms, "p20_ms": head.p20, "p80_ms": head.p80, "calls": head.calls, "timing": how,
+           "tflops": flops_per_second(flops, head.ms) / 1e12, "queued": fields(t.queued), "graph": fields(t.graph)}
+    if t.graph_error:
+        out["graph_error"] = t.graph_error
+    return out
+
+
 def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any], *, log: Any,
-                warmup_ms: float, rep_ms: float, rounds: int) -> list[dict]:
+                warmup_ms: float, rep_ms: float, rounds: int, sms: int) -> list[dict]:
     """Build, check and time every system of one config on the same inputs; its rows."""
     import torch
 
@@ -122,8 +164,7 @@ def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any
 
     sets = input_sets(make, _bytes(make(0)), vdev.l2_bytes)
     check_inputs = make(10_000)  # fresh inputs the timing never saw
-    ref = template.reference(*check_inputs, **problem)
-    ref = ref[0] if isinstance(ref, tuple) else ref
+    refs = as_outputs(template.reference(*check_inputs, **problem))
     tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
     built: dict = {}
     shared: dict = {}  # what one system of this config hands another (pt-tvm's search for pt-tvm-model)
@@ -136,15 +177,13 @@ def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any
         t0 = time.perf_counter()
         fn, info = build_system(system, template, problem, vdev, shared=shared, searched=searched, **options)
         row.update({k: v for k, v in info.items() if k not in _IDENTITY})  # a system cannot rename its row
+        if row.get("grid"):
+            row["waves"] = round(row["grid"] / sms, 3)
         if fn is not None:
             try:
-                out = fn(*check_inputs)
-                out = out[0] if isinstance(out, (tuple, list)) else out
-                torch.cuda.synchronize()
+                checks = check_call(fn, check_inputs, refs, inout=template.inout_idx)
                 row["build_s"] = round(time.perf_counter() - t0, 2)  # incl. a first call (torch.compile's compile)
-                err = rel_err(out.reshape(ref.shape), ref)
-                row["rel_err"] = err if math.isfinite(err) else "inf"
-                row["valid"] = err <= tol
+                row.update(verdict(checks, tol))
                 fn(*sets[0])
                 torch.cuda.synchronize()
                 built[system] = fn
@@ -152,16 +191,18 @@ def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any
                 row["error"] = _error(e)
                 torch.cuda.synchronize()
         rows.append(row)
-    timings = time_interleaved(built, sets, rounds=rounds, warmup_ms=warmup_ms, round_ms=rep_ms / rounds)
+    timings = time_two_ways(built, sets, rounds=rounds, warmup_ms=warmup_ms, round_ms=rep_ms / rounds,
+                            describe=_error)
     for row in rows:
         t = timings.get(row["system"])
         if t is not None:
-            row.update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, calls=t.calls,
-                       tflops=flops_per_second(flops, t.ms) / 1e12)
+            row.update(timing_fields(t, flops))
         tf = f"{row['tflops']:.0f}" if row["tflops"] else "-"
-        print(f"{cfg.kernel:<16} {_short(problem):<40} {row['system']:<14} {tf:>6} TFLOP/s  "
-              f"err={row['rel_err']}  valid={row['valid']}  {row.get('error', '')}", file=log, flush=True)
-    del sets, check_inputs, ref
+        queued = (row.get("queued") or {}).get("ms")
+        print(f"{cfg.kernel:<16} {_short(problem):<40} {row['system']:<17} {tf:>6} TFLOP/s "
+              f"({row.get('timing', '-')}; queued {f'{queued:.4f} ms' if queued else '-'})  err={row['rel_err']}  "
+              f"valid={row['valid']}  {row.get('error', '')} {row.get('graph_error', '')}", file=log, flush=True)
+    del sets, check_inputs, refs, built, timings
     torch.cuda.empty_cache()
     return rows
 

@@ -1,17 +1,48 @@
-"""The systems compared: pt-tvm's searched kernels, TileLang's automatic schedule, and the peers.
+"""The systems compared: pt-tvm's searched kernels, TileLang's own ways of scheduling them, and the peers.
 
-Each system is a factory ``make(template, problem, vdev, **options) -> callable(*inputs) -> output``
-that builds (and compiles) once; building errors surface as a row marked invalid
-with the reason, not as a crash of the suite. ``options`` carries run-wide
-settings (``tune_top_k`` for pt-tvm); a factory ignores those it does not use.
+Each system is a factory ``make(template, problem, vdev, **options) -> (callable, info)`` that builds
+(and compiles) once; the callable takes the template's inputs and returns every output of the
+template's reference, in its order (a peer does what its library's user would write, nothing
+more). Building errors surface as a row marked invalid with the reason, not as a crash of the
+suite. ``options`` carries run-wide settings (``tune_top_k`` for pt-tvm, ``autotune_cache`` for
+TileLang's autotuner); a factory ignores those it does not use. ``info["grid"]`` is the number
+of thread blocks a TileLang kernel launches (peers' grids are not known).
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
+import os
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-__all__ = ["SYSTEMS", "PEERS_BY_SUITE", "build_system"]
+from pt_tvm.measure import kernel_outputs
+from pt_tvm.templates import TemplateError
+
+__all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "flops_per_second", "grid_blocks",
+           "autotune_configs", "autotune_jit", "tilelang_cache", "role_based_ws_configs"]
+
+
+def grid_blocks(func: Any) -> int | None:
+    """Thread blocks a TileLang PrimFunc launches (the product of its ``blockIdx`` extents), None if unknown."""
+    from tilelang import tvm
+
+    extents: dict[str, int] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tvm.tirx.For) and node.kind == tvm.tirx.ForKind.THREAD_BINDING:
+            tag = node.thread_binding.thread_tag
+            if tag.startswith("blockIdx") and isinstance(node.extent, tvm.tirx.IntImm):
+                extents[tag] = int(node.extent)
+
+    tvm.tirx.stmt_functor.post_order_visit(func.body, visit)
+    return math.prod(extents.values()) if extents else None
+
+
+def _tilelang_info(func: Any, **info: Any) -> dict:
+    """``info`` with the grid of the TileLang PrimFunc a system compiled."""
+    return {**info, "grid": grid_blocks(func)}
 
 
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
@@ -39,13 +70,12 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     if shared is not None:
         shared["search"] = tr.search
     best = tr.best.candidate
-    return tr.kernel, {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(tr.search.seconds, 3),
-                       "tune_s": round(time.perf_counter() - t0, 1), "predicted_ms": best.seconds * 1e3,
-                       "candidates": [{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
-                                       "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "rel_err": m.rel_err,
-                                       "error": m.error,
-                                       "plan": m.candidate.plan.to_dict()}
-                                      for m in tr.measured]}
+    return kernel_outputs(template, tr.kernel), _tilelang_info(
+        tr.kernel.prim_func, plan=best.note, tile=dict(best.plan.tile), search_s=round(tr.search.seconds, 3),
+        tune_s=round(time.perf_counter() - t0, 1), predicted_ms=best.seconds * 1e3,
+        candidates=[{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
+                     "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "rel_err": m.rel_err, "error": m.error,
+                     "plan": m.candidate.plan.to_dict()} for m in tr.measured])
 
 
 def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, shared: dict | None = None,
@@ -56,19 +86,114 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, share
 
     if shared and "search" in shared:
         result = shared["search"]
-        func = planned_func(template.name, problem, result.best)
+        func = planned_func(template.name, problem, result.best, vdev)
     else:
         result, _, build = schedule_template(template.name, vdev, params=problem)
         func = build()
-    return template.compile(func, vdev.tvm_target()), {"plan": result.best.note, "tile": dict(result.best.plan.tile),
-                                                      "search_s": round(result.seconds, 3),
-                                                      "predicted_ms": result.best.seconds * 1e3,
-                                                      "plan_json": result.best.plan.to_dict()}
+    kernel = template.compile(func, vdev.tvm_target())
+    return kernel_outputs(template, kernel), _tilelang_info(
+        func, plan=result.best.note, tile=dict(result.best.plan.tile), search_s=round(result.seconds, 3),
+        predicted_ms=result.best.seconds * 1e3, plan_json=result.best.plan.to_dict())
 
 
-def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    """The same template with TileLang's own schedule: ``T.Pipelined(num_stages=2)``, default tile."""
-    return template.compile(template.build(num_stages=2, **problem), vdev.tvm_target()), {"tile": dict(template.tile)}
+def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any, *, shared: dict | None = None,
+                   **_: Any) -> tuple[Callable, dict]:
+    """The same template with TileLang's default schedule: ``T.Pipelined(num_stages=2)``, default tile
+    (its CUDA goes into ``shared`` for ``tilelang-ws`` to tell whether its scheduler changed anything)."""
+    func = template.build(num_stages=2, **problem)
+    kernel = template.compile(func, vdev.tvm_target())
+    if shared is not None:
+        shared["tilelang_source"] = kernel.get_kernel_source()
+    return kernel_outputs(template, kernel), _tilelang_info(func, tile=dict(template.tile))
+
+
+def role_based_ws_configs(template: Any) -> dict[str, Any]:
+    """The template's pass configs with TileLang's role-based automatic warp specialization turned on."""
+    from tilelang.transform import PassConfigKey
+
+    return {**template.pass_configs, PassConfigKey.TL_ENABLE_AUTO_WARP_SPECIALIZATION.value: "role_based"}
+
+
+def _tilelang_ws(template: Any, problem: Mapping[str, Any], vdev: Any, *, shared: dict | None = None,
+                 **_: Any) -> tuple[Callable, dict]:
+    """TileLang's default schedule with its role-based automatic warp specialization
+    (``tl.enable_auto_warp_specialization="role_based"``, off by default in TileLang 0.1.15);
+    ``ws_changed_kernel`` says whether its CUDA differs from ``tilelang-auto``'s (TileLang skips
+    kernels its scheduler cannot split, with a warning), when that system ran first."""
+    import tilelang
+
+    func = template.build(num_stages=2, **problem)
+    kernel = tilelang.compile(func, out_idx=list(template.out_idx), target=vdev.tvm_target(),
+                              pass_configs=role_based_ws_configs(template))
+    info = {"tile": dict(template.tile), "pass_configs": role_based_ws_configs(template)}
+    if shared and "tilelang_source" in shared:
+        info["ws_changed_kernel"] = kernel.get_kernel_source() != shared["tilelang_source"]
+    return kernel_outputs(template, kernel), _tilelang_info(func, **info)
+
+
+AUTOTUNE_NUM_STAGES = (1, 2, 3)  # pipeline depths TileLang's autotuner tries beside the template's tiles
+
+
+def autotune_configs(template: Any, problem: Mapping[str, Any],
+                     stages: Sequence[int] = AUTOTUNE_NUM_STAGES) -> list[dict]:
+    """TileLang autotuner configs: every tile of the template's tile space that the template accepts for
+    ``problem``, at every pipeline depth of ``stages``."""
+    keys = list(template.tile_space)
+    out = []
+    for values in itertools.product(*template.tile_space.values()):
+        tile = dict(zip(keys, values))
+        try:
+            template.check(dict(problem), tile)
+        except TemplateError:
+            continue
+        out += [{**tile, "num_stages": s} for s in stages]
+    return out
+
+
+def autotune_jit(template: Any, vdev: Any) -> Any:
+    """The template's builder under ``tilelang.jit`` with its outputs and pass configs, as a TileLang user
+    writes a kernel for ``tilelang.autotune``."""
+    import tilelang
+
+    return tilelang.jit(out_idx=list(template.out_idx), target=vdev.tvm_target(),
+                        pass_configs=dict(template.pass_configs))(template.builder)
+
+
+@contextlib.contextmanager
+def tilelang_cache(path: str | None) -> Iterator[None]:
+    """TileLang's on-disk caches (kernels and autotuner results, ``TILELANG_CACHE_DIR``) under ``path``
+    while inside; unchanged when ``path`` is None."""
+    if path is None:
+        yield
+        return
+    before = os.environ.get("TILELANG_CACHE_DIR")
+    os.environ["TILELANG_CACHE_DIR"] = path
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TILELANG_CACHE_DIR"]
+        else:
+            os.environ["TILELANG_CACHE_DIR"] = before
+
+
+def _tilelang_autotune(template: Any, problem: Mapping[str, Any], vdev: Any, *, autotune_cache: str | None = None,
+                       autotune_stages: Sequence[int] = AUTOTUNE_NUM_STAGES, **_: Any) -> tuple[Callable, dict]:
+    """TileLang's own autotuner (``tilelang.autotune`` over ``tilelang.jit``) across the template's tile space
+    and the pipeline depths ``autotune_stages``, with TileLang's default schedule; its caches (results and
+    compiled configs) in the run's ``autotune_cache``."""
+    import tilelang
+
+    configs = autotune_configs(template, problem, autotune_stages)
+    if not configs:
+        raise TemplateError(f"{template.name}: no tile of the template's tile space fits this problem")
+    tuned = tilelang.autotune(configs=configs)(autotune_jit(template, vdev))
+    with tilelang_cache(autotune_cache):
+        kernel = tuned.compile(**problem)
+    best = dict(kernel.config or {})
+    return kernel_outputs(template, kernel), _tilelang_info(
+        kernel.prim_func, tile={k: v for k, v in best.items() if k != "num_stages"}, num_stages=best.get("num_stages"),
+        autotune_configs=len(configs), autotune_latency_ms=kernel.latency)
 
 
 def _sdpa(backend_name: str) -> Callable:
@@ -100,23 +225,61 @@ def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tupl
     return run, {"package": "flash-attn-4 (CuTe sm90 forward)"}
 
 
+def _gemm_rowsum(a: Any, b: Any, s: Any) -> tuple:
+    """GEMM + row sum as a PyTorch user writes it: the row sums in float32 without a float32 copy of C."""
+    import torch
+
+    c = a @ b
+    return c, c.sum(dim=1, dtype=torch.float32)
+
+
+def _chunk_state(B: Any, x: Any, dt: Any, dA_cumsum: Any) -> Any:
+    """Mamba2's chunk state in the input dtype (mamba_ssm's ``chunk_state_ref``), states out in float32."""
+    import torch
+
+    b, L, h, p = x.shape
+    g, n = B.shape[2], B.shape[3]
+    _, _, c, l = dt.shape
+    Bh = B.repeat_interleave(h // g, dim=2).reshape(b, c, l, h, n)
+    decay = torch.exp(dA_cumsum[..., -1:] - dA_cumsum)
+    states = torch.einsum("bclhn,bhcl,bhcl,bclhp->bchpn", Bh, decay.to(x.dtype), dt.to(x.dtype),
+                          x.reshape(b, c, l, h, p))
+    return states.float()
+
+
+def _chunk_scan(cb: Any, x: Any, dt: Any, dA_cumsum: Any, C: Any, prev_states: Any, D: Any = None) -> Any:
+    """Mamba2's chunk scan in the input dtype (mamba_ssm's ``chunk_scan_ref`` with ``cb`` given)."""
+    import torch
+
+    b, L, h, p = x.shape
+    g, n = C.shape[2], C.shape[3]
+    _, _, c, l = dt.shape
+    r = h // g
+    causal = torch.ones(l, l, dtype=torch.bool, device=x.device).tril()
+    decay = torch.exp(dA_cumsum[..., :, None] - dA_cumsum[..., None, :]).permute(0, 2, 1, 3, 4)   # b c h l s
+    scores = (cb.repeat_interleave(r, dim=2) * decay).masked_fill(~causal, 0.0)
+    out = torch.einsum("bchls,bhcs,bcshp->bclhp", scores.to(x.dtype), dt.to(x.dtype), x.reshape(b, c, l, h, p))
+    Ch = C.repeat_interleave(r, dim=2).reshape(b, c, l, h, n)
+    out_prev = torch.einsum("bclhn,bchpn->bclhp", Ch, prev_states.to(C.dtype))
+    out = out + out_prev * torch.exp(dA_cumsum).permute(0, 2, 3, 1)[..., None]
+    out = out.reshape(b, L, h, p)
+    if D is not None:
+        out = out + x * D[None, None, :, None]
+    return out.to(x.dtype)
+
+
 def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
     """The kernel as plain PyTorch in the input dtype: what a user would write and hand to ``torch.compile``.
 
     (The template's ``reference`` computes in float32 to check results; compiling
     it would time an fp32 kernel, not a peer.)
     """
-    import math
-
     import torch
 
     if template.name == "gemm":
         return lambda a, b: a @ b
     if template.name == "gemm_rowsum":
-        def gemm_rowsum(a, b, s):
-            c = a @ b
-            return c, c.float().sum(dim=1)
-        return gemm_rowsum
+        return _gemm_rowsum
     if template.name == "flash_attention":
         scale = 1.0 / math.sqrt(problem["dim"])
         groups = problem["heads"] // problem["kv_heads"]
@@ -132,8 +295,10 @@ def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
                 s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
             return (s.softmax(dim=-1) @ v).transpose(1, 2)
         return attention
-    if template.name in ("chunk_state", "chunk_scan"):  # the issue asks for torch.compile of the SSD reference
-        return lambda *inputs: template.reference(*inputs, **problem)
+    if template.name == "chunk_state":
+        return _chunk_state
+    if template.name == "chunk_scan":
+        return _chunk_scan
     raise NotImplementedError(f"no eager PyTorch form for template {template.name!r}")
 
 
@@ -164,37 +329,51 @@ def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> t
     import torch
 
     if template.name == "gemm_rowsum":
-        def run(a, b, s):
-            c = a @ b
-            return c, c.float().sum(dim=1)
-        return run, {"impl": "torch.matmul + torch.sum"}
+        return _gemm_rowsum, {"impl": "torch.matmul + torch.sum(dim=1, dtype=torch.float32)"}
     return (lambda a, b: torch.matmul(a, b)), {}
+
+
+def _flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **options: Any) -> tuple[Callable, dict]:
+    """FlashInfer's paged decode (benchmarks/decode.py)."""
+    from .decode import flashinfer
+
+    return flashinfer(template, problem, vdev, **options)
 
 
 SYSTEMS: dict[str, Callable] = {
     "pt-tvm": _pt_tvm,
     "pt-tvm-model": _pt_tvm_model,
     "tilelang-auto": _tilelang_auto,
+    "tilelang-autotune": _tilelang_autotune,
+    "tilelang-ws": _tilelang_ws,
     "cudnn-sdpa": _sdpa("CUDNN_ATTENTION"),
     "fa2-sdpa": _sdpa("FLASH_ATTENTION"),
     "fa3": _fa3,
     "torch-compile": _torch_compile,
     "cublas": _cublas,
     "mamba-triton": _mamba_triton,
+    "flashinfer": _flashinfer,
 }
 
+_TILELANG = ("tilelang-auto", "tilelang-autotune", "tilelang-ws")
 PEERS_BY_SUITE = {
-    "attention": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "cudnn-sdpa", "fa2-sdpa", "fa3", "torch-compile"),
-    "gemm": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "cublas", "torch-compile"),
-    "mamba": ("pt-tvm", "pt-tvm-model", "tilelang-auto", "mamba-triton", "torch-compile"),
+    "attention": ("pt-tvm", "pt-tvm-model", *_TILELANG, "cudnn-sdpa", "fa2-sdpa", "fa3", "torch-compile"),
+    "gemm": ("pt-tvm", "pt-tvm-model", *_TILELANG, "cublas", "torch-compile"),
+    "mamba": ("pt-tvm", "pt-tvm-model", *_TILELANG, "mamba-triton", "torch-compile"),
 }
 
 
 def build_system(name: str, template: Any, problem: Mapping[str, Any], vdev: Any,
                  **options: Any) -> tuple[Callable | None, dict]:
-    """(callable or None, info); info["error"] says why a system could not be built."""
+    """(callable or None, info); info["error"] says why a system could not be built. A peer of the decode
+    suite (SDPA, flash-attn-4) is called in its decoding form (benchmarks/decode.py)."""
+    factory = SYSTEMS[name]
+    if template.name == "decode_attention":
+        from .decode import peer  # decode.py builds on suite.py, which imports this module
+
+        factory = peer(name) or factory
     try:
-        fn, info = SYSTEMS[name](template, problem, vdev, **options)
+        fn, info = factory(template, problem, vdev, **options)
         return fn, info
     except Exception as e:  # a peer that cannot build is a reported row, not a crash
         text = str(e).strip()

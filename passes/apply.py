@@ -10,19 +10,28 @@ lowering and codegen.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Mapping
 
 import tilelang.language as T
 from tilelang import tvm
 from tvm import tirx
 
-from pt_tvm.emitted import EmissionError, cp_async_hazards, named_barrier_clash, stage_distances
+from pt_tvm import hw
+from pt_tvm.emitted import (
+    EmissionError,
+    cp_async_hazards,
+    named_barrier_clash,
+    stage_distances,
+)
+from pt_tvm.errors import PtTvmError
 from pt_tvm.graph import Placement, STaskGraph
-from pt_tvm.plan import (ExecutionPlan, Handoff, Pipeline, Style, base_stage, emission_configs, handoff_barriers,
-                         wgmma_waits)
+from pt_tvm.lowering import base_stage, emission_configs, handoff_barriers, wgmma_waits
+from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style
+from pt_tvm.verify import verify
 
-from .extract import extract_stask_graph
-from .ir import WS_OP_ID, find_root_block, is_pipelined, top_level
+from .extract import graph_for
+from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, top_level
 
 __all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
 
@@ -34,30 +43,31 @@ _STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted nee
 _BARRIERS = "pt_tvm.named_barriers"  # PrimFunc attribute: the named-barrier ids the plan's handoffs take (JSON)
 
 
-class ScheduleMismatch(ValueError):
+class ScheduleMismatch(PtTvmError, ValueError):
     """The plan was made for a different kernel than the one it is applied to."""
 
 
-def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, graph: STaskGraph | None = None) -> tirx.PrimFunc:
-    """``func`` with ``plan`` written into it. The plan is verified against ``func``'s graph first."""
-    from pt_tvm import hw
-
-    vdev = hw.get(plan.target)
-    graph = graph or extract_stask_graph(func, vdev)
+def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
+               graph: STaskGraph | None = None) -> tirx.PrimFunc:
+    """``func`` with ``plan`` written into it for ``target`` (a chip, name, TVM target or target dict;
+    default: the current ``with Target``). The plan is verified against ``func``'s graph first."""
+    vdev = hw.for_target(target if target is not None else tvm.target.Target.current(allow_none=False))
+    graph = graph or graph_for(func, vdev)
     planned = {a.stask for a in plan.appends}
     actual = {t.id for t in graph.stasks}
     if planned != actual:
         raise ScheduleMismatch(f"plan for {plan.graph!r} does not match PrimFunc {graph.name!r}: sTasks "
                                f"{sorted(planned ^ actual)} are in one but not the other")
-    plan.verify(graph, vdev)
+    verify(plan, graph, vdev)
     block = find_root_block(func, graph.name)
+    walk = _TileWalk(plan, launch_info(func, block)[0], vdev)
     if plan.style == Style.WARP_SPECIALIZED:
-        new_block = _warp_specialize(block, plan, graph, vdev)
+        new_block = _warp_specialize(block, plan, graph, vdev, walk)
     else:
-        new_block = _software_pipeline(block, plan, graph)
+        new_block = _software_pipeline(block, plan, graph, walk)
     body = tirx.stmt_functor.ir_transform(
         func.body, None, lambda n: new_block if n.same_as(block) else None, ["tirx.SBlock"])
-    func = func.with_body(body, span=func.span)
+    func = func.with_body(walk.relaunch(body), span=func.span)
     configs = emission_configs(plan, graph, vdev)
     if configs:
         func = func.with_attr(_CONFIGS, json.dumps(configs, sort_keys=True))
@@ -93,11 +103,12 @@ def pass_configs(func: tirx.PrimFunc, base: Mapping[str, Any] | None = None) -> 
     return configs
 
 
-def ApplyPipelineSchedule(plan: ExecutionPlan) -> tvm.transform.Pass:
-    """A pass that writes ``plan`` into the PrimFunc it was made for (verified first)."""
+def ApplyPipelineSchedule(plan: ExecutionPlan, target: Any = None) -> tvm.transform.Pass:
+    """A pass that writes ``plan`` into the PrimFunc it was made for (verified first) for ``target``
+    (default: the current ``with Target``)."""
 
     def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
-        return apply_plan(func, plan)
+        return apply_plan(func, plan, target)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="pt.ApplyPipelineSchedule")
 
@@ -159,7 +170,7 @@ def _stamp_all(stmts: list[tirx.Stmt], ids: Any, waits: Mapping[str, tirx.Stmt] 
 
 def _wgmma_wait(offsets: tuple[int, ...], k: tirx.Var) -> tirx.Stmt:
     """``wait_wgmma<N>`` where ``N`` counts the ``offsets`` <= ``k``: a group issued ``o`` stages behind
-    exists from loop step ``o`` on (:func:`pt_tvm.plan.wgmma_waits`); TileLang folds the test per step."""
+    exists from loop step ``o`` on (:func:`pt_tvm.lowering.wgmma_waits`); TileLang folds the test per step."""
     stmt = tirx.Evaluate(T.wait_wgmma(sum(o <= 0 for o in offsets)))
     for o in sorted({o for o in offsets if o > 0}):
         stmt = tirx.IfThenElse(k >= o, tirx.Evaluate(T.wait_wgmma(sum(x <= o for x in offsets))), stmt)
@@ -215,18 +226,19 @@ def _with_body(block: tirx.SBlock, body: tirx.Stmt, annotations: dict) -> tirx.S
                        block.alloc_buffers, block.match_buffers, annotations)
 
 
-def _software_pipeline(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph) -> tirx.SBlock:
+def _software_pipeline(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph, walk: "_TileWalk") -> tirx.SBlock:
     pro, loop, body, epi = _split(block)
     ids = [t.id for t in graph.loop_stasks]
     order = [a.stask for a in plan.program(plan.roles[0].name, graph, Placement.LOOP)]
     position = {sid: i for i, sid in enumerate(order)}
     ann = {_ORDER: [position[sid] for sid in ids], _STAGE: [plan.append_of(sid).stage for sid in ids]}
     new_loop = _with_loop_annotations(loop, ann, drop=("num_stages", _ORDER, _STAGE))
-    return _with_body(block, _seq([*pro, new_loop, *epi]), dict(block.annotations))
+    return _with_body(block, _seq(walk.tiles([*pro, new_loop, *epi])), dict(block.annotations))
 
 
 # ---------------------------------------------------------------- WSSchedule
-def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph, vdev: Any) -> tirx.SBlock:
+def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph, vdev: Any,
+                     walk: "_TileWalk") -> tirx.SBlock:
     pro, loop, body, epi = _split(block)
     stamped = iter(t.id for t in graph.stasks)
     later = wgmma_waits(plan, graph)
@@ -234,21 +246,25 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
     pro, body, epi = (_stamp_all(part, stamped, waits) for part in (pro, body, epi))
     epi = [*(_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)), *epi]
     barriers = handoff_barriers(plan, vdev)
+    once = []  # a persistent kernel opens the first turns once, before its first tile
     for h in plan.handoffs:
         root_ops, loop_ops = _handoff_ops(h, plan, vdev, barriers[h.role])
-        pro, body = [*pro, *root_ops], [*body, *loop_ops]
+        body = [*body, *loop_ops]
+        if plan.persistent:
+            once += root_ops
+        else:
+            pro = [*pro, *root_ops]
     new_loop = _with_loop_annotations(loop, {WS_OP_ID: graph.loop.id}, body=_seq(body))
     buffers = {b.name: b for b in block.alloc_buffers}
     schedule = T.WSSchedule(
         num_warps=plan.num_warps,
         roles=[T.WSRole(r.name, warps_lo=r.warp_lo, warps_hi=r.warp_hi, max_nreg=r.max_nreg) for r in plan.roles],
         pipelines=[T.WSPipeline(p.name, [buffers[b] for b in p.buffers], depth=p.depth) for p in plan.pipelines],
-        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph)),
-                T.WSScope(T.WSScope.ROOT, _root_bodies(plan, graph))],
+        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph)), *_tile_scopes(plan, graph)],
     )
     ann = dict(block.annotations)
     ann[_WS_SCHEDULE] = schedule
-    return _with_body(block, _seq([*pro, new_loop, *epi]), ann)
+    return _with_body(block, _seq([*once, *walk.tiles([*pro, new_loop, *epi])]), ann)
 
 
 def _touches(graph: STaskGraph, sid: str, pipe: Pipeline) -> bool:
@@ -302,10 +318,21 @@ def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     return bodies
 
 
-def _root_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
+def _tile_scopes(plan: ExecutionPlan, graph: STaskGraph) -> list:
+    """The scopes around the loop: the kernel's root, or for a persistent plan its loop over tiles inside a
+    root that opens the first turns and runs it."""
+    if not plan.persistent:
+        return [T.WSScope(T.WSScope.ROOT, _root_bodies(plan, graph, inits=True))]
+    inits = {h.role: [_turn_ids(h)[0]] for h in plan.handoffs}
+    return [T.WSScope(TILES_ID, _root_bodies(plan, graph, inits=False)),
+            T.WSScope(T.WSScope.ROOT, {r.name: [*inits.get(r.name, ()), TILES_ID] for r in plan.roles})]
+
+
+def _root_bodies(plan: ExecutionPlan, graph: STaskGraph, inits: bool) -> dict[str, list]:
+    """Per role: the prologue, the loop and the epilogue (and the turns' first arrive where ``inits``)."""
     pipes = [p for p in plan.pipelines if p.scope == "root"]
     loop_reads = {b for t in graph.loop_stasks for b in t.read_buffers()}
-    inits = {h.role: _turn_ids(h)[0] for h in plan.handoffs}
+    inits = {h.role: _turn_ids(h)[0] for h in plan.handoffs} if inits else {}
     drained = _drained_roles(plan, graph)
     bodies = {}
     for r in plan.roles:
@@ -322,3 +349,72 @@ def _root_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
 
         bodies[r.name] = _bracket(ids, pipes, touches, producer, lambda _: 0)
     return bodies
+
+
+# ---------------------------------------------------------------- the walk over output tiles
+class _TileWalk:
+    """How the kernel's blocks reach their output tiles: in the plan's :class:`~pt_tvm.plan.TileOrder`, the
+    launch indices of the tile a block computes become expressions of its own; a persistent plan launches
+    one block per EU and loops over the tiles, ``tile = step * blocks + block``, guarded past the last."""
+
+    def __init__(self, plan: ExecutionPlan, launch: Mapping[str, tuple], vdev: Any) -> None:
+        self.plan = plan
+        self.vars = [var for var, _ in launch.values()]
+        self.extents = [ext for _, ext in launch.values()]
+        self.workers = vdev.num_eus
+
+    def tiles(self, stmts: list[tirx.Stmt]) -> list[tirx.Stmt]:
+        """The root block's statements, computing the tile in the plan's order first."""
+        order = self.plan.tile_order
+        if order.is_launch_order and not self.plan.persistent:
+            return stmts
+        gx, gy = self.extents[0], self.extents[1] if len(self.extents) > 1 else 1
+        x, y, z = (self.vars + [None, None])[:3]
+        if not self.plan.persistent:
+            cx, cy = order.coords(x + y * gx if y is not None else x, gx, gy, _select)
+            binds, subst = self._bind({x: cx, y: cy})
+            return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
+        step, tile = tirx.Var("tile_step", "int32"), tirx.Var("tile", "int32")
+        total = math.prod(self.extents)
+        cx, cy = order.coords(tile % (gx * gy) if z is not None else tile, gx, gy, _select)
+        binds, subst = self._bind({x: cx, y: cy, z: tile // (gx * gy) if z is not None else None})
+        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts])
+        if total % self.workers:
+            body = tirx.IfThenElse(tile < total, body, None)
+        waves = -(-total // self.workers)
+        return [tirx.For(step, 0, waves, tirx.ForKind.SERIAL,
+                         _seq([tirx.Bind(tile, step * self.workers + x), *binds, body]),
+                         annotations={WS_OP_ID: TILES_ID})]
+
+    @staticmethod
+    def _bind(values: Mapping[Any, Any]) -> tuple[list[tirx.Stmt], dict]:
+        """A Bind of a fresh variable per launch index, and the substitution of the index by it."""
+        binds, subst = [], {}
+        for var, value in values.items():
+            if var is None or value is None:
+                continue
+            fresh = tirx.Var(f"{var.name}_tile", var.dtype)
+            binds.append(tirx.Bind(fresh, value))
+            subst[var] = fresh
+        return binds, subst
+
+    def relaunch(self, body: tirx.Stmt) -> tirx.Stmt:
+        """The function body launching one block per EU (a persistent plan) instead of one per tile."""
+        if not self.plan.persistent:
+            return body
+
+        def launch(n: tirx.For) -> tirx.Stmt | None:
+            tag = n.thread_binding.thread_tag if n.thread_binding is not None else ""
+            if not tag.startswith("blockIdx."):
+                return None
+            if tag != "blockIdx.x":
+                return n.body
+            binding = tirx.IterVar(tvm.ir.Range(0, self.workers), n.loop_var, tirx.IterVar.ThreadIndex, tag)
+            return tirx.For(n.loop_var, 0, self.workers, n.kind, n.body, binding, n.annotations)
+
+        return tirx.stmt_functor.ir_transform(body, None, launch, ["tirx.For"])
+
+
+def _select(cond: Any, a: Any, b: Any) -> Any:
+    return tirx.Select(cond, tirx.const(a, "int32") if isinstance(a, int) else a,
+                       tirx.const(b, "int32") if isinstance(b, int) else b)

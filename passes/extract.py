@@ -17,7 +17,16 @@ from tilelang import tvm
 from tvm import tirx
 
 from pt_tvm import hw
-from pt_tvm.graph import Access, BufferInfo, LoopInfo, OpKind, Placement, STask, STaskGraph
+from pt_tvm.graph import (
+    Access,
+    BufferInfo,
+    LoopInfo,
+    OpKind,
+    Placement,
+    STask,
+    STaskGraph,
+    dtype_bytes,
+)
 from pt_tvm.hw import SEUKind
 
 from .deps import dependences
@@ -35,7 +44,7 @@ from .ir import (
     top_level,
 )
 
-__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "ExtractionError", "GRAPH_ATTR"]
+__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "ExtractionError", "GRAPH_ATTR"]
 
 GRAPH_ATTR = "pt.stask_graph"  # PrimFunc attribute holding the graph as JSON
 
@@ -73,6 +82,10 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     binds = {s.var: s.value for s in top_level(block.body) if isinstance(s, tirx.Bind)}
     stmts = [s for s in top_level(block.body) if not isinstance(s, tirx.Bind)]
     loops = [i for i, s in enumerate(stmts) if is_pipelined(s)]
+    if not loops and _has_nested_pipelined(block.body):
+        raise ExtractionError(
+            f"PrimFunc {name!r}: its T.Pipelined loop is nested inside another statement (a T.serial loop, a "
+            f"branch); pt-tvm schedules a pipelined loop written at the top level of the kernel body")
     if not loops:
         raise ExtractionError(
             f"PrimFunc {name!r} has no pipelined loop: pt-tvm schedules the loop written with "
@@ -128,6 +141,17 @@ def graph_of(func: tirx.PrimFunc) -> STaskGraph | None:
     if func.attrs is None or GRAPH_ATTR not in func.attrs:
         return None
     return STaskGraph.from_json(str(func.attrs[GRAPH_ATTR]))
+
+
+def graph_for(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
+    """``func``'s sTask-graph for ``target``: the one ExtractSTaskGraph attached, when it was extracted for
+    this chip, else extracted now (the passes after the extraction read its attribute instead of re-reading
+    the IR)."""
+    vdev = hw.for_target(_current_target() if target is None else target)
+    attached = graph_of(func)
+    if attached is not None and attached.target == vdev.name and all(vdev.eu.has(t.seu) for t in attached.stasks):
+        return attached
+    return extract_stask_graph(func, vdev)
 
 
 # ---------------------------------------------------------------- helpers
@@ -376,8 +400,6 @@ def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice) -> SEUKind:
 
 
 def _elem_bytes(a: Access, buffers: dict[str, BufferInfo]) -> int:
-    from pt_tvm.graph import dtype_bytes
-
     return dtype_bytes(buffers[a.buffer].dtype) if a.buffer in buffers else 4
 
 
@@ -388,6 +410,12 @@ def _nonunit(exts: tuple) -> tuple[int, ...]:
 
 def _with(accesses: list[Access], a: Access) -> list[Access]:
     return accesses if any(x.buffer == a.buffer for x in accesses) else [*accesses, a]
+
+
+def _has_nested_pipelined(body: tirx.Stmt) -> bool:
+    found = []
+    tirx.stmt_functor.post_order_visit(body, lambda n: found.append(n) if is_pipelined(n) else None)
+    return bool(found)
 
 
 def _mean_trip_count(extent: Any, grid: dict) -> float:

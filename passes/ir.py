@@ -3,12 +3,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from tilelang import tvm  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm import tirx
+
+from pt_tvm.errors import PtTvmError
 
 __all__ = [
     "ExtractionError",
     "WS_OP_ID",
     "LOOP_ID",
+    "TILES_ID",
+    "SWIZZLE_ATTR",
     "PIPELINE_KEYS",
     "find_root_block",
     "launch_info",
@@ -22,10 +27,12 @@ __all__ = [
 
 WS_OP_ID = "tl.ws_op_id"
 LOOP_ID = "loop"
+TILES_ID = "tiles"  # ws_op_id of a persistent kernel's loop over its output tiles
+SWIZZLE_ATTR = "threadblock_swizzle_pattern"  # T.use_swizzle: a tile order, which a plan decides itself
 PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage")
 
 
-class ExtractionError(ValueError):
+class ExtractionError(PtTvmError, ValueError):
     """The PrimFunc is not something pt-tvm can read into an sTask-graph."""
 
 
@@ -80,11 +87,14 @@ def launch_info(func: tirx.PrimFunc, block: tirx.SBlock) -> tuple[dict, int]:
 
 
 def top_level(stmt: tirx.Stmt) -> list[tirx.Stmt]:
-    """The statements of a body in program order, looking through SeqStmt and nested blocks."""
+    """The statements of a body in program order, looking through SeqStmt, nested blocks and a
+    ``T.use_swizzle`` annotation (the plan's :class:`~pt_tvm.plan.TileOrder` replaces it)."""
     if isinstance(stmt, tirx.SeqStmt):
         return [s for child in stmt.seq for s in top_level(child)]
     if isinstance(stmt, tirx.SBlockRealize):
         return top_level(stmt.block.body)
+    if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == SWIZZLE_ATTR:
+        return top_level(stmt.body)
     return [stmt]
 
 
@@ -117,6 +127,7 @@ def stask_ids(stmts: Sequence[tirx.Stmt], kinds: Sequence[str]) -> list[str]:
         n = counters.get(kind, 0)
         counters[kind] = n + 1
         out.append(f"{kind}_{n}")
-    if len(set(out)) != len(out) or LOOP_ID in out:
-        raise ExtractionError(f"duplicate tile-op ids {out}: ws_op_id annotations must be unique and not {LOOP_ID!r}")
+    if len(set(out)) != len(out) or LOOP_ID in out or TILES_ID in out:
+        raise ExtractionError(f"duplicate tile-op ids {out}: ws_op_id annotations must be unique and neither "
+                              f"{LOOP_ID!r} nor {TILES_ID!r}")
     return out

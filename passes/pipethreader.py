@@ -8,44 +8,57 @@ from tilelang import tvm
 from tvm import tirx
 
 from pt_tvm import hw
+from pt_tvm.cache import PlanCache
+from pt_tvm.cost import load_calibration
+from pt_tvm.errors import FallbackWarning
+from pt_tvm.search import SearchSpace, schedule_graph
 
 from .apply import apply_plan
-from .extract import extract_stask_graph
+from .extract import graph_for
+from .ir import ExtractionError
 
 __all__ = ["PipeThreader"]
 
 
-def PipeThreader(target: Any = None, *, space: Any = None, seed: int = 0, cache: Any = None) -> tvm.transform.Pass:
-    """Schedule every PrimFunc of the module: extract its sTask-graph, search a plan, write it in.
+def PipeThreader(target: Any = None, *, space: SearchSpace = SearchSpace(), seed: int = 0,
+                 cache: PlanCache | None = None) -> tvm.transform.Pass:
+    """Schedule every PrimFunc of the module: extract its sTask-graph (or read the one
+    :func:`~pt_tvm.passes.ExtractSTaskGraph` attached), search a plan, write it in.
 
-    Lower or compile the result with :func:`pt_tvm.passes.pass_configs` of each function: some
-    plans need TileLang pass configs (a software-pipelined Hopper plan turns warp specialization off).
+    A function pt-tvm cannot schedule (no pipelined loop, a tile op it does not model) is left
+    unchanged with a :class:`~pt_tvm.errors.FallbackWarning` naming it, as is every function for a
+    target pt-tvm has no model of. Lower or compile the result with :func:`pt_tvm.passes.pass_configs`
+    of each function: some plans need TileLang pass configs (a software-pipelined Hopper plan turns
+    warp specialization off).
 
     Parameters
     ----------
-    target : Target, dict or str, optional
-        Defaults to the current ``with Target``. A target pt-tvm has no model for
-        leaves the functions unchanged (TileLang's own schedule) with a warning.
+    target : Target, dict, str or VDevice, optional
+        Defaults to the current ``with Target``.
     space : pt_tvm.search.SearchSpace, optional
     seed : int
         Search seed (the search is deterministic for a given seed).
     cache : pt_tvm.cache.PlanCache, optional
-        Reuse plans found earlier for the same kernel structure, shapes and target.
+        Reuse plans found earlier for the same kernel structure, shapes and chip.
     """
-    from pt_tvm.compiler import FallbackWarning, schedule
-    from pt_tvm.search import SearchSpace
 
     def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
         tgt = target if target is not None else tvm.target.Target.current(allow_none=True)
+        if tgt is None:
+            raise hw.HardwareError("PipeThreader needs a target: pass target=... or run inside `with Target(...)`")
         try:
-            vdev = hw.for_target(tgt) if tgt is not None else None
+            vdev = hw.for_target(tgt)
         except hw.HardwareError as e:
             warnings.warn(f"{e}; PipeThreader leaves the schedule to TileLang", FallbackWarning, stacklevel=2)
             return func
-        if vdev is None:
-            raise hw.HardwareError("PipeThreader needs a target: pass target=... or run inside `with Target(...)`")
-        graph = extract_stask_graph(func, vdev)
-        result = schedule(func, vdev, space=space or SearchSpace(), seed=seed, cache=cache)
-        return apply_plan(func, result.best.plan, graph)
+        try:
+            graph = graph_for(func, vdev)
+        except ExtractionError as e:
+            warnings.warn(f"PipeThreader leaves this function's schedule to TileLang: {e}", FallbackWarning,
+                          stacklevel=2)
+            return func
+        result = schedule_graph(graph, vdev, space=space, seed=seed, calibration=load_calibration(vdev.name),
+                                cache=cache)
+        return apply_plan(func, result.best.plan, vdev, graph)
 
     return tirx.transform.prim_func_pass(transform, opt_level=0, name="pt.PipeThreader")

@@ -12,26 +12,14 @@ __version__ = "0.1.0"
 
 __all__ = ["__version__", "extract", "schedule", "schedule_template", "lower", "compile"]
 
-
-def extract(prim_func: Any, target: Any = None):
-    """The sTask-graph of a TileLang PrimFunc for ``target`` (TVM Target, target dict or chip name).
-
-    See :func:`pt_tvm.passes.extract_stask_graph`.
-    """
-    from .passes import extract_stask_graph
-
-    return extract_stask_graph(prim_func, target)
-
-
-_LAZY_MODULES = ("passes", "templates", "search", "cost", "plan", "tune", "cache", "propagate", "compiler")
+_FLOW = ("extract", "schedule", "schedule_template", "lower", "compile")
 
 
 def __getattr__(name: str) -> Any:
-    """The flow functions and passes import TileLang; load them on first use so ``import pt_tvm`` stays light."""
-    import importlib
+    """The flow functions of :mod:`pt_tvm.compiler`, loaded on first use: they import TileLang (seconds),
+    which ``import pt_tvm`` alone (for the version, the chip models) need not."""
+    if name in _FLOW:
+        from . import compiler
 
-    if name in ("schedule", "schedule_template", "lower", "compile"):
-        return getattr(importlib.import_module(".compiler", __name__), name)
-    if name in _LAZY_MODULES:
-        return importlib.import_module(f".{name}", __name__)
+        return getattr(compiler, name)
     raise AttributeError(f"module 'pt_tvm' has no attribute {name!r}")

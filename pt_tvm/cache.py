@@ -5,8 +5,11 @@ options, so its decision (an :class:`~pt_tvm.plan.ExecutionPlan`) is cached and
 replayed. Keys are a sha256 over sorted JSON of every input
 (:func:`plan_key`); the kernel enters through :func:`structure_key`, which
 leaves out the function's symbol name so the same kernel under another name
-hits. Entries are written atomically (:func:`atomic_write`) under a versioned
-namespace; a corrupt entry is reported, deleted and treated as a miss.
+hits; the chip enters by its whole description, so two chip files of one name
+never share an entry. Entries are written atomically (:func:`atomic_write`)
+under a versioned namespace; a corrupt entry is reported, removed and treated
+as a miss, and a cache that cannot be written degrades to a warning: the
+search result is still returned.
 """
 from __future__ import annotations
 
@@ -18,10 +21,13 @@ import json
 import os
 import re
 import tempfile
+import time
 import warnings
 from typing import Any, Mapping
 
-from . import __version__
+import tilelang
+
+from . import __version__, hw
 from .graph import STaskGraph
 from .plan import ExecutionPlan
 
@@ -32,6 +38,7 @@ __all__ = [
     "default_cache_dir",
     "plan_key",
     "structure_key",
+    "template_key",
 ]
 
 FORMAT = "pt-tvm.plan-cache/1"
@@ -44,7 +51,7 @@ _NOT_STASK = {"label", "seu"}
 
 
 class PlanCacheWarning(UserWarning):
-    """A cache entry could not be used (corrupt, unreadable or for another key); it was deleted."""
+    """A cache entry could not be used (corrupt, unreadable or for another key) or written."""
 
 
 def atomic_write(path: str, text: str) -> None:
@@ -85,21 +92,38 @@ def structure_key(graph: STaskGraph) -> str:
     return _sha256(canon)
 
 
-def plan_key(graph: STaskGraph, target: str, extra: Mapping[str, Any] | None = None) -> str | None:
-    """sha256 naming the plan searched for ``graph`` on ``target``; None when it must not be cached.
+def plan_key(graph: STaskGraph, target: Any, extra: Mapping[str, Any] | None = None) -> str | None:
+    """sha256 naming the plan searched for ``graph`` on chip ``target`` (a VDevice, chip name or TVM target);
+    None when it must not be cached.
 
+    The chip enters by its whole description (every rate and limit), not its name.
     ``extra`` holds the other inputs of the search (search space, seed,
     calibration, ...) as JSON-like data, enums or dataclasses. It is None when
     ``extra`` holds a value with no stable identity (a function, an arbitrary
     object), since no key could tell two of them apart.
     """
-    import tilelang
-
     extra_canon = _canonical(dict(extra or {}))
     if extra_canon is _UNSTABLE:
         return None
-    return _sha256({"structure": structure_key(graph), "target": str(target), "pt_tvm": __version__,
+    return _sha256({"structure": structure_key(graph), "chip": hw.for_target(target).to_dict(), "pt_tvm": __version__,
                     "tilelang": tilelang.__version__, "extra": extra_canon})
+
+
+def template_key(template: str, problem: Mapping[str, Any], target: Any,
+                 extra: Mapping[str, Any] | None = None) -> str | None:
+    """sha256 naming the plan chosen for built-in template ``template`` at ``problem`` on chip ``target``
+    (a VDevice, chip name or TVM target); None when ``problem`` or ``extra`` holds a value with no stable
+    identity.
+
+    Unlike :func:`plan_key` it names both levels of the search (the tile and its plan), so it is known
+    before any PrimFunc is built; a caller re-verifies a hit against the PrimFunc of the plan's tile.
+    The chip enters by its whole description, as in :func:`plan_key`.
+    """
+    canon = _canonical({"template": template, "problem": dict(problem), "extra": dict(extra or {})})
+    if canon is _UNSTABLE:
+        return None
+    return _sha256({**canon, "chip": hw.for_target(target).to_dict(), "pt_tvm": __version__,
+                    "tilelang": tilelang.__version__})
 
 
 def default_cache_dir() -> str:
@@ -139,7 +163,7 @@ class PlanCache:
                 text = f.read()
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as e:
+        except (OSError, UnicodeDecodeError) as e:  # a directory in its place, no permission, not text
             self._discard(path, e)
             return None
         try:
@@ -153,16 +177,26 @@ class PlanCache:
             self._discard(path, e)
             return None
 
-    def put(self, key: str, plan: ExecutionPlan, meta: Mapping[str, Any] | None = None) -> str:
-        """Store ``plan`` under ``key`` atomically (with JSON-serializable ``meta``); returns the path."""
+    def put(self, key: str, plan: ExecutionPlan, meta: Mapping[str, Any] | None = None) -> str | None:
+        """Store ``plan`` under ``key`` atomically (with JSON-serializable ``meta``); returns the path, or
+        None with a :class:`PlanCacheWarning` when the cache cannot be written (the caller keeps its plan)."""
         doc = {"format": FORMAT, "key": key, "plan": plan.to_dict(), "meta": dict(meta or {})}
         path = self.path(key)
-        atomic_write(path, json.dumps(doc, indent=1, sort_keys=True))
+        try:
+            atomic_write(path, json.dumps(doc, indent=1, sort_keys=True))
+        except OSError as e:
+            warnings.warn(f"cannot write plan cache entry {path} ({type(e).__name__}: {e}); the plan is used "
+                          f"but not cached", PlanCacheWarning, stacklevel=2)
+            return None
         return path
 
     def clear(self) -> None:
-        """Delete every entry (temporary files of writes in flight are left alone)."""
+        """Delete every entry, and the temporary files of writes that died over a minute ago (those of
+        writes still in flight are left alone)."""
         for name in self._entries():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(self.directory, name))
+        for name in self._orphans():
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(self.directory, name))
 
@@ -179,12 +213,34 @@ class PlanCache:
             return []
         return [n for n in names if n.endswith(".json") and not n.startswith(".")]
 
+    def _orphans(self) -> list[str]:
+        """Temporary files of :func:`atomic_write` s older than ``_ORPHAN_SECONDS`` (their writer died)."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        old = time.time() - _ORPHAN_SECONDS
+        out = []
+        for n in names:
+            if n.startswith(".") and n.endswith(".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    if os.path.getmtime(os.path.join(self.directory, n)) < old:
+                        out.append(n)
+        return out
+
     def _discard(self, path: str, error: BaseException) -> None:
+        """Warn about an unusable entry and remove it, saying whether that worked."""
         reason = " ".join(str(error).split())  # one line, also for PlanError's list of violations
-        warnings.warn(f"corrupt plan cache entry {path} ({type(error).__name__}: {reason}); deleted it, rebuilding",
-                      PlanCacheWarning, stacklevel=3)
-        with contextlib.suppress(OSError):
+        try:
             os.remove(path)
+            outcome = "removed it"
+        except OSError as e:
+            outcome = f"could not remove it ({type(e).__name__})"
+        warnings.warn(f"corrupt plan cache entry {path} ({type(error).__name__}: {reason}); {outcome}, rebuilding",
+                      PlanCacheWarning, stacklevel=3)
+
+
+_ORPHAN_SECONDS = 60.0
 
 
 _UNSTABLE = object()

@@ -2,9 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from typing import Sequence
+
+from . import cost, hw, templates
+from .cluster_cli import add_commands as add_cluster_commands
+from .compiler import extract, lower_planned, schedule_template
+from .errors import PtTvmError
+from .search import SearchSpace
+from .timeline import plot_timeline, text_timeline
 
 __all__ = ["main"]
 
@@ -24,26 +32,48 @@ examples:
   pt-tvm graph flash_attention --target h100
   pt-tvm graph flash_attention --target h100 --param dim=64 --param causal=true --out fa
   pt-tvm graph gemm --target a100 --param M=2048 --param dtype=bfloat16
-  pt-tvm bench --suite smoke --compare benchmarks/results/BASELINE.json
-  pt-tvm bench --suite smoke --dry-run --target h100
+
+benchmarks, calibration and the CI regression check live in a source checkout: python -m benchmarks --help
 """
 
 
 def _params(pairs: Sequence[str]) -> dict[str, str]:
-    from .templates import TemplateError
-
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise TemplateError(f"--param expects KEY=VALUE, got {pair!r}")  # reported like other bad input
+            raise templates.TemplateError(f"--param expects KEY=VALUE, got {pair!r}")  # reported like other bad input
         out[key.strip()] = value.strip()
     return out
 
 
-def _cmd_templates(args: argparse.Namespace) -> int:
-    from . import templates
+class OutputError(PtTvmError, ValueError):
+    """An output path the command cannot write, found before any work is done."""
 
+
+DEFAULT_OUT = "out"  # generated files go under ./out/ unless --out says otherwise (ignored in a pt-tvm checkout)
+
+
+def _writable_dir(path: str, what: str) -> str:
+    """``path`` as a directory that exists (made if missing) and can be written, or an OutputError."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"{what} {path!r} cannot be created: {e.strerror or e}") from None
+    if not os.access(path, os.W_OK):
+        raise OutputError(f"{what} {path!r} is not writable")
+    return path
+
+
+def _plot_path(path: str) -> str:
+    """A PNG path whose folder can be written, with matplotlib installed (the ``[plot]`` extra)."""
+    if importlib.util.find_spec("matplotlib") is None:  # an optional extra, checked before the search
+        raise OutputError("--plot needs matplotlib: pip install 'pt-tvm[plot]'")
+    _writable_dir(os.path.dirname(os.path.abspath(path)), "--plot folder")
+    return path
+
+
+def _cmd_templates(args: argparse.Namespace) -> int:
     for name in templates.names():
         t = templates.get(name)
         problem = " ".join(f"{k}={v}" for k, v in t.problem.items())
@@ -53,15 +83,13 @@ def _cmd_templates(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from . import extract, hw, templates
-
     template = templates.get(args.template)
     vdev = hw.get(args.target)
+    out = args.out or os.path.join(DEFAULT_OUT, args.template)
+    _writable_dir(os.path.dirname(os.path.abspath(out)), "--out folder")
     func = template.build(**_params(args.param))
     graph = extract(func, vdev)
     print(graph.summary())
-    out = args.out or args.template
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out + ".json", "w") as f:
         f.write(graph.to_json())
     with open(out + ".dot", "w") as f:
@@ -71,13 +99,11 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def _cmd_schedule(args: argparse.Namespace) -> int:
-    from . import cost, hw, templates
-    from .compiler import lower_planned, schedule_template
-    from .search import SearchSpace
-    from .timeline import plot_timeline, text_timeline
-
     vdev = hw.get(args.target)
     template = templates.get(args.template)
+    out = _writable_dir(args.out or os.path.join(DEFAULT_OUT, f"{args.template}-{vdev.name}"), "--out")
+    if args.plot:
+        _plot_path(args.plot)
     result, problem, build = schedule_template(args.template, vdev, params=_params(args.param),
                                                seed=args.seed, space=SearchSpace(random_orders=args.random_orders))
     best = result.best
@@ -89,8 +115,6 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     print(f"predicted: {best.seconds * 1e6:.1f} us, {flops / best.seconds / 1e12:.0f} TFLOP/s "
           f"({best.estimate.waves} waves of {best.estimate.blocks_per_eu} block(s) per {vdev.eu.name})")
     print(result.explain(args.top))
-    out = args.out or f"{args.template}-{vdev.name}"
-    os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "plan.json"), "w") as f:
         f.write(best.plan.to_json())
     art = lower_planned(build(), vdev.tvm_target(), template.pass_configs)
@@ -102,67 +126,6 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
         plot_timeline(traced, args.plot, f"{args.template} on {vdev.name}: {best.note}")
         print(f"wrote {args.plot}")
     return 0
-
-
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    import dataclasses
-    import json
-
-    from . import cost, hw
-    from .tune import samples_from_run
-
-    vdev = hw.get(args.target)
-    samples = []
-    for path in args.runs:
-        with open(path) as f:
-            samples += samples_from_run(json.load(f), vdev)
-    if not samples:
-        raise SystemExit("pt-tvm: no measured pt-tvm candidates in the given runs (run the benchmarks with pt-tvm)")
-    before = cost.Calibration(vdev.name)
-    cal = dataclasses.replace(cost.calibrate(samples, vdev), source=", ".join(os.path.basename(p) for p in args.runs))
-    for name, c in (("before", before), ("after", cal)):
-        err = sum(abs(cost.estimate(p, g, vdev, c).seconds / s - 1) for p, g, s in samples) / len(samples)
-        print(f"{name}: mean |predicted/measured - 1| = {err:.1%} over {len(samples)} measured plans")
-    print(f"per-sEU occupancy scales {dict(cal.scale)}, overhead {cal.overhead} cycles/iteration")
-    print(f"wrote {cost.save_calibration(cal, args.out)}")
-    return 0
-
-
-def _benchmarks_cli():
-    """``benchmarks.cli`` from this source checkout (it is not installed with the package), or None."""
-    try:
-        from benchmarks import cli
-    except ImportError:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        if not os.path.isfile(os.path.join(root, "benchmarks", "cli.py")):
-            return None
-        sys.path.insert(0, root)
-        try:
-            from benchmarks import cli
-        except ImportError:
-            return None
-    return cli
-
-
-def _add_bench(sub) -> None:
-    """``pt-tvm bench``: ``python -m benchmarks bench`` (run a suite, then compare with --compare BASELINE)."""
-    p = sub.add_parser("bench", help="run a benchmark suite, then check it against a baseline (--compare)",
-                       description="Runs `python -m benchmarks run` with these options, then, with --compare, "
-                                   "`python -m benchmarks compare`: exits 1 when pt-tvm got slower than the "
-                                   "baseline by more than --threshold or a row turned invalid.")
-    bench = _benchmarks_cli()
-    if bench is None:
-        def missing(args: argparse.Namespace) -> int:
-            print("pt-tvm bench: needs the benchmarks/ folder of a pt-tvm source checkout", file=sys.stderr)
-            return 2
-
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=missing)
-        return
-    bench.add_run_arguments(p)
-    p.add_argument("--compare", metavar="BASELINE.json", help="baseline run to check against after the run")
-    bench.add_compare_options(p)
-    p.set_defaults(func=bench.cmd_bench, prog="pt-tvm bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="h100", help="h100, h200, a100, mi300x or a chip .json/.toml (default h100)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="template parameter, repeatable (e.g. --param dim=64)")
-    p.add_argument("--out", help="output path prefix for .json/.dot (default: the template name)")
+    p.add_argument("--out", help="output path prefix for .json/.dot (default: out/TEMPLATE)")
     p.set_defaults(func=_cmd_graph)
 
     p = sub.add_parser("schedule", help="search a pipelined plan for a template and emit its kernel source",
@@ -189,33 +152,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("template", help="template name (see `pt-tvm templates`)")
     p.add_argument("--target", default="h100", help="h100, h200, a100, mi300x or a chip .json/.toml (default h100)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="template parameter, repeatable")
-    p.add_argument("--out", help="output directory (default: TEMPLATE-TARGET)")
+    p.add_argument("--out", help="output directory (default: out/TEMPLATE-TARGET)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the simulated timeline as a Gantt chart")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     p.add_argument("--random-orders", type=int, default=4, help="random priority orders per configuration")
     p.add_argument("--top", type=int, default=5, help="runners-up to print")
     p.set_defaults(func=_cmd_schedule)
 
-    p = sub.add_parser("calibrate", help="fit the cost model to measured plans from benchmark runs",
-                       description="Fits per-sEU occupancy scales and a per-iteration overhead to the pt-tvm "
-                                   "candidates measured in benchmark run JSON files; the search then uses them.")
-    p.add_argument("runs", nargs="+", help="benchmark run JSON files (python -m benchmarks run ...)")
-    p.add_argument("--target", required=True, help="the chip the runs were measured on (e.g. h200)")
-    p.add_argument("--out", help="directory to write <target>.json (default: the pt-tvm cache dir)")
-    p.set_defaults(func=_cmd_calibrate)
-
-    _add_bench(sub)
+    add_cluster_commands(sub, _params)  # tracker, worker, tune, tunedb
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .errors import USER_ERRORS
-
     try:
         return args.func(args)
-    except USER_ERRORS as e:
+    except PtTvmError as e:
         print(f"pt-tvm: error: {e}", file=sys.stderr)
         return 2
 

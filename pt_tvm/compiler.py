@@ -1,27 +1,40 @@
 """The user-facing flow: extract -> search (or a given plan) -> apply -> TileLang.
 
-``schedule`` finds a plan for a PrimFunc; ``schedule_template`` adds the
-inter-EU level over a template's tile candidates; ``lower`` and ``compile``
-write the plan in and hand the result to ``tilelang.lower`` /
-``tilelang.compile``. Plans are cached on disk by kernel structure, shapes,
-target and versions. A target without a hardware model falls back to
-TileLang's own schedule with a warning.
+``schedule`` finds a plan for a PrimFunc; ``schedule_template`` searches a
+template's tiles too (both levels of :mod:`pt_tvm.search`); ``lower`` and
+``compile`` write the plan in and hand the result to ``tilelang.lower`` /
+``tilelang.compile``. Plans can be cached on disk by kernel structure, shapes,
+chip and versions. A target without a hardware model falls back to TileLang's
+own schedule with a warning.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import warnings
-from typing import Any, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
 
-from . import hw
+import tilelang
+from tilelang import tvm
+
+from . import hw, templates
+from .cache import PlanCache
 from .cost import Calibration, load_calibration
+from .errors import FallbackWarning, PtTvmError
+from .graph import STaskGraph
+from .passes import apply_plan, check_emitted, extract_stask_graph, graph_for
+from .passes import pass_configs as planned_configs
 from .plan import ExecutionPlan
-from .search import SearchResult, SearchSpace, search
+from .search import Candidate, SearchResult, SearchSpace, schedule_graph, search_tiles
 
-__all__ = ["schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile", "FallbackWarning"]
+__all__ = ["extract", "schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile",
+           "FallbackWarning", "ToolchainError"]
 
 
-class FallbackWarning(UserWarning):
-    """pt-tvm has no model for the target and leaves scheduling to TileLang."""
+def extract(prim_func: Any, target: Any = None) -> STaskGraph:
+    """The sTask-graph of a TileLang PrimFunc for ``target`` (chip, chip name, TVM Target or target dict)."""
+    return extract_stask_graph(prim_func, target)
 
 
 def _vdevice(target: Any) -> hw.VDevice | None:
@@ -37,129 +50,104 @@ def _calibration(vdev: hw.VDevice, calibration: Calibration | None) -> Calibrati
 
 
 def schedule(func: Any, target: Any, *, space: SearchSpace = SearchSpace(), seed: int = 0,
-             calibration: Calibration | None = None, cache: Any = None) -> SearchResult:
+             calibration: Calibration | None = None, cache: PlanCache | None = None) -> SearchResult:
     """Search a plan for one PrimFunc (its tile is fixed; the intra-EU level only).
 
     ``cache`` is a :class:`pt_tvm.cache.PlanCache` (or None): a hit skips the search
     and returns a result holding the cached plan, re-verified and re-priced.
     """
-    from .cache import plan_key
-    from .cost import estimate
-    from .passes import extract_stask_graph
-    from .search import Candidate
-
     vdev = hw.for_target(target)
-    graph = extract_stask_graph(func, vdev)
-    cal = _calibration(vdev, calibration)
-    key = plan_key(graph, vdev.name, {"space": space, "seed": seed, "calibration": cal}) if cache is not None else None
-    hit = cache.get(key) if key is not None else None
-    if hit is not None and not hit.violations(graph, vdev):  # a stale entry is searched again and replaced
-        best = Candidate(hit, estimate(hit, graph, vdev, cal), graph, "from the plan cache")
-        return SearchResult(best, (best,), 0, {}, 0.0)
-    result = search([graph], vdev, space=space, seed=seed, calibration=cal)
-    if key is not None:
-        cache.put(key, result.best.plan, {"note": result.best.note})
-    return result
-
-
-def _tile_candidates(template: Any, problem: Mapping[str, Any], vdev: hw.VDevice,
-                     tiles: Sequence[Mapping[str, Any]] | None) -> list[dict]:
-    """The template's tile space, minus combinations it rejects; threads only matter without warp specialization."""
-    import itertools
-
-    from .templates import TemplateError
-
-    if tiles is not None:
-        return [dict(t) for t in tiles]
-    space = dict(template.tile_space)
-    ws = "warp_specialization" in vdev.features and "threads" in space
-    out, seen = [], set()
-    for values in itertools.product(*space.values()):
-        tile = dict(zip(space, values))
-        key = tuple((k, v) for k, v in tile.items() if not (ws and k == "threads"))
-        if key in seen:
-            continue  # warp-specialized plans set the warps themselves: one threads value per tile suffices
-        try:
-            template.resolve(**problem, **tile)
-        except TemplateError:
-            continue
-        seen.add(key)
-        out.append(tile)
-    return out
+    return schedule_graph(graph_for(func, vdev), vdev, space=space, seed=seed,
+                          calibration=_calibration(vdev, calibration), cache=cache)
 
 
 def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None,
                       tiles: Sequence[Mapping[str, Any]] | None = None, space: SearchSpace = SearchSpace(),
-                      seed: int = 0, calibration: Calibration | None = None):
+                      seed: int = 0, calibration: Calibration | None = None
+                      ) -> tuple[SearchResult, dict, Callable[[Candidate | None], Any]]:
     """Two-level search for a built-in template: every candidate tile (inter-EU), then its plans (intra-EU).
 
     Returns ``(result, problem, build)`` where ``build(candidate=None)`` returns the
     PrimFunc of a candidate (default: the winner) with its plan applied.
     """
-    from . import templates
-    from .passes import apply_plan, extract_stask_graph
-
     template = templates.get(name)
     problem, _ = template.resolve(**dict(params or {}))
     vdev = hw.for_target(target)
-    cands = _tile_candidates(template, problem, vdev, tiles)
-    funcs, graphs = [], []
-    for tile in cands:
-        func = template.build(**problem, **tile)
-        funcs.append(func)
-        graphs.append(extract_stask_graph(func, vdev))
-    result = search(graphs, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
-                    tiles=cands, flops=template.flops(problem))
-    func_of = {id(g): f for g, f in zip(graphs, funcs)}
+    cands = [dict(t) for t in tiles] if tiles is not None else template.tile_candidates(problem, vdev.features)
+    funcs: dict[int, tuple[STaskGraph, Any]] = {}  # id(graph) -> (graph, its PrimFunc), the graph kept alive
 
-    def build(candidate: Any = None) -> Any:
+    def graph_of(tile: Mapping[str, Any]) -> STaskGraph:
+        func = template.build(**problem, **tile)
+        graph = extract_stask_graph(func, vdev)
+        funcs[id(graph)] = (graph, func)
+        return graph
+
+    result = search_tiles(cands, graph_of, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
+                          flops=template.flops(problem))
+    if template.extra_seconds is not None:
+        result = _with_extra_seconds(result, lambda tile: template.extra_seconds(problem, tile, vdev))
+
+    def build(candidate: Candidate | None = None) -> Any:
         c = candidate or result.best
-        return apply_plan(func_of[id(c.graph)], c.plan, c.graph)
+        return apply_plan(funcs[id(c.graph)][1], c.plan, vdev, c.graph)
 
     return result, problem, build
 
 
-def planned_func(name: str, problem: Mapping[str, Any], candidate: Any) -> Any:
+def _with_extra_seconds(result: SearchResult, extra: Callable[[Mapping[str, Any]], float]) -> SearchResult:
+    """``result`` with ``extra(tile)`` seconds (a template's other kernels) added to each plan of the tile,
+    re-ranked."""
+    ranked = sorted((replace(c, estimate=replace(c.estimate, seconds=c.seconds + extra(c.plan.tile)))
+                     for c in result.ranked), key=lambda c: (c.seconds, c.note))
+    return replace(result, best=ranked[0], ranked=tuple(ranked))
+
+
+def planned_func(name: str, problem: Mapping[str, Any], candidate: Candidate, target: Any) -> Any:
     """The PrimFunc of built-in template ``name`` at ``problem`` and the candidate's tile, with its plan applied
     (what ``schedule_template``'s ``build`` returns, for a candidate kept from an earlier search)."""
-    from . import templates
-    from .passes import apply_plan
-
     func = templates.get(name).build(**problem, **candidate.plan.tile)
-    return apply_plan(func, candidate.plan, candidate.graph)
+    return apply_plan(func, candidate.plan, target, candidate.graph)
 
 
-def _plan_for(func: Any, vdev: hw.VDevice, plan: ExecutionPlan | None, **search_kw: Any) -> ExecutionPlan:
-    return plan if plan is not None else schedule(func, vdev, **search_kw).best.plan
+def _planned(func: Any, vdev: hw.VDevice, plan: ExecutionPlan | None, **search_kw: Any) -> Any:
+    """``func`` with ``plan`` (searched when None) applied."""
+    if plan is None:
+        plan = schedule(func, vdev, **search_kw).best.plan
+    return apply_plan(func, plan, vdev)
 
 
 def lower(func: Any, target: Any, plan: ExecutionPlan | None = None, *,
           pass_configs: Mapping[str, Any] | None = None, **search_kw: Any) -> Any:
     """``tilelang.lower`` of ``func`` with ``plan`` (searched when None) applied; works without a GPU."""
-    from tilelang import tvm
-
-    from .passes import apply_plan
-
     vdev = _vdevice(target)
     tvm_target = vdev.tvm_target() if vdev else target
     if not isinstance(tvm_target, tvm.target.Target):  # a target dict of a chip pt-tvm has no model for
         tvm_target = tvm.target.Target(tvm_target)
     if vdev is not None:
-        func = apply_plan(func, _plan_for(func, vdev, plan, **search_kw))
+        func = _planned(func, vdev, plan, **search_kw)
     return lower_planned(func, tvm_target, pass_configs)
 
 
 def lower_planned(func: Any, target: Any, pass_configs: Mapping[str, Any] | None = None) -> Any:
     """``tilelang.lower`` of a PrimFunc that already carries its plan (or TileLang's own schedule)."""
-    import tilelang
-
-    from .passes import check_emitted
-    from .passes import pass_configs as planned_configs
-
     with tilelang.transform.PassContext(config=planned_configs(func, pass_configs)), target:
         artifact = tilelang.lower(func, target=target)
     check_emitted(func, artifact.kernel_source)
     return artifact
+
+
+class ToolchainError(PtTvmError, RuntimeError):
+    """The machine lacks the compiler a kernel for the target needs (nvcc for CUDA, hipcc for ROCm)."""
+
+
+def _require_toolchain(target: Any) -> None:
+    """Fail in one line, before TileLang tries, when the target's device compiler is missing."""
+    kind = str(getattr(getattr(target, "kind", None), "name", "")) or dict(target).get("kind", "")
+    tool = {"cuda": "nvcc", "hip": "hipcc"}.get(kind)
+    home = tilelang.env.CUDA_HOME if kind == "cuda" else os.environ.get("ROCM_PATH", "/opt/rocm")
+    if tool and not shutil.which(tool) and not (home and os.path.exists(os.path.join(home, "bin", tool))):
+        raise ToolchainError(f"compiling a {kind} kernel needs {tool}, which this machine lacks; "
+                             f"pt_tvm.lower gives the kernel source without it")
 
 
 def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
@@ -171,20 +159,15 @@ def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
     for compiles ``func`` unchanged (TileLang's own schedule) with a FallbackWarning. The emitted
     CUDA is checked against the plan (:func:`pt_tvm.passes.check_emitted`).
     """
-    import tilelang
-
-    from .passes import apply_plan, check_emitted
-    from .passes import pass_configs as planned_configs
-
     if target is None:
-        from tilelang import tvm
-
         target = tvm.target.Target.current(allow_none=False)
     vdev = _vdevice(target)
+    tvm_target = vdev.tvm_target() if vdev else tvm.target.Target(target) if isinstance(target, Mapping) else target
+    _require_toolchain(tvm_target)
     if vdev is not None:
-        func = apply_plan(func, _plan_for(func, vdev, plan, **search_kw))
+        func = _planned(func, vdev, plan, **search_kw)
     kernel = tilelang.compile(func, out_idx=list(out_idx) if isinstance(out_idx, Sequence) else out_idx,
-                              target=vdev.tvm_target() if vdev else target,
+                              target=tvm_target,
                               pass_configs=planned_configs(func, pass_configs))
     check_emitted(func, kernel.get_kernel_source())
     return kernel

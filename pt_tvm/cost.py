@@ -1,37 +1,46 @@
-"""Cost model: sTask latencies on sEUs, and a plan's time by simulating its timeline.
+"""Cost model: sTask latencies on sEUs, and a plan's time from its simulated timeline (the paper's simulated clock).
 
-Each role of a plan is one or more *streams* (a warpgroup issuing its program
-in order). A stream issues an sTask once its dependences have completed; the
-sTask then occupies its sEU for ``work / rate`` cycles and completes ``latency``
-cycles later. Synchronous sTasks hold their stream until they complete;
-asynchronous copies (TMA, cp.async) let it run on until something depends on
-them. Tensor-core sTasks hold their stream too (that is how TileLang emits them)
-unless the plan keeps them in flight until a Wait. The warpgroups of one role
-issue the same wgmma together and finish it together, unless a Handoff makes
-them take turns issuing a span, each after the previous one has issued its own.
-sEUs are shared by the streams of one EU: the tensor core and copy engine as
-one server, CUDA cores and the SFU as two half-rate servers (one warpgroup
-alone cannot keep them busy). Simulating a few iterations of the loop, with
-each sTask ``stage`` iterations behind, gives the steady-state iteration time:
-the paper's simulated clock.
+The plan's role programs run on :class:`pt_tvm.simulate.Simulation` (one stream per
+warpgroup, each sTask ``stage`` iterations behind); this module prices what the
+streams issue. An sTask occupies its sEU for ``work / rate`` cycles and completes
+``latency`` cycles later. Synchronous sTasks hold their stream until they complete;
+asynchronous copies (TMA, cp.async) let it run on until something depends on them.
+Tensor-core sTasks hold their stream too (that is how TileLang emits them) unless the
+plan keeps them in flight until a Wait. The warpgroups of one role issue the same
+wgmma together and finish it together, unless a Handoff makes them take turns.
+sEUs are shared by the streams of one EU: the tensor core and copy engine as one
+server, CUDA cores and the SFU as two half-rate servers (one warpgroup alone cannot
+keep them busy). A few simulated iterations give the steady-state iteration time;
+waves of blocks over the EUs give the kernel's. Copies from global memory
+run through L2 at the EU's share of its bandwidth, slowed where the EU's share
+of DRAM cannot refill L2 with what the blocks resident at once miss
+(:func:`copy_rates`, :func:`dram_reuse`): the plan's tile order decides that.
 
 Per-target corrections (:class:`Calibration`) scale each sEU's occupancy and
 add a per-iteration overhead; :func:`calibrate` fits them to measured kernels.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+import numpy as np
+
+from .cache import atomic_write
 from .graph import OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
-from .plan import Append, ExecutionPlan, Style, effective_distance, register_estimate, shared_bytes
+from .plan import Append, ExecutionPlan, Style, TileOrder
+from .simulate import Simulation, Stream
+from .verify import register_estimate, shared_bytes
 
-__all__ = ["Calibration", "Estimate", "Event", "estimate", "sTask_cycles", "calibrate", "load_calibration",
-           "save_calibration"]
+__all__ = ["Calibration", "Estimate", "Event", "estimate", "sTask_cycles", "copy_rates", "dram_reuse",
+           "least_dram_order", "streaming_eus", "calibrate",
+           "load_calibration", "save_calibration"]
 
 _SERVERS = {SEUKind.TENSOR_CORE: 1, SEUKind.TMA: 1, SEUKind.LSU: 1, SEUKind.CUDA_CORE: 2, SEUKind.SFU: 2}
 _SIM_ITERATIONS = 12
@@ -78,19 +87,23 @@ class Estimate:
     seconds: float
     busy: Mapping[str, float]  # sEU kind -> busy fraction of the steady-state iteration
     trace: tuple[Event, ...] = ()
+    dram_bytes: float = 0.0  # what the kernel's copies move to or from DRAM, after reuse in L2
 
     def bottleneck(self) -> str:
         return max(self.busy, key=self.busy.get) if self.busy else ""
 
 
-def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, share: float = 1.0) -> tuple[float, float]:
-    """(occupancy, latency) cycles of ``share`` of sTask ``t`` on the EU's sEU of ``kind``."""
+def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, share: float = 1.0,
+                 copy_rate: float | None = None) -> tuple[float, float]:
+    """(occupancy, latency) cycles of ``share`` of sTask ``t`` on the EU's sEU of ``kind``; a copy moves
+    ``copy_rate`` bytes per cycle (default: its sEU's rate, or its EU's share of L2 or of DRAM for a
+    global tile no other block reads; :func:`copy_rates` gives a plan's)."""
     seu = vdev.eu.seu(kind)
     if kind == SEUKind.TENSOR_CORE:
         rate = seu.throughput * (0.5 if t.dtype in ("float32", "tfloat32") else 1.0)
         work = t.flops * share / rate
     elif kind in (SEUKind.TMA, SEUKind.LSU) and t.op in (OpKind.COPY, OpKind.ATOMIC):
-        work = t.bytes * share / _copy_rate(t, kind, graph, vdev)
+        work = t.bytes * share / (copy_rate or min(_l2_rate(t, kind, graph, vdev), _dram_rate(t, graph, vdev)))
     elif kind == SEUKind.SFU:
         cuda = vdev.eu.seu(SEUKind.CUDA_CORE)
         work = max(t.sfu_ops / seu.throughput, t.flops / cuda.throughput) * share
@@ -101,244 +114,250 @@ def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, shar
     return work, seu.latency
 
 
-def _copy_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice) -> float:
-    """Bytes per cycle one EU gets for a copy: its share of L2, or of DRAM after reuse across blocks.
+def _global(t: STask) -> bool:
+    return t.op in (OpKind.COPY, OpKind.ATOMIC) and any(a.scope == "global" for a in (*t.reads, *t.writes))
 
-    A global tile whose offsets ignore some launch indices is read by every block
-    along those indices; L2 serves the re-reads, so DRAM sees it once per ``reuse`` blocks.
+
+def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice) -> float:
+    """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory."""
+    rate = vdev.eu.seu(kind).throughput
+    return min(rate, vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)) if _global(t) else rate
+
+
+def _dram_rate(t: STask, graph: STaskGraph, vdev: VDevice, reuse: float = 1.0) -> float:
+    """Bytes per cycle of a global copy whose DRAM reads serve ``reuse`` blocks: the EU's share of DRAM."""
+    share = vdev.dram_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)
+    return share * reuse if _global(t) else math.inf
+
+
+def copy_rates(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice,
+               reuse: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Bytes per cycle of each copy of the plan: at its L2 rate, slowed where DRAM cannot keep up.
+
+    DRAM feeds L2 while the sEUs read it, so the loop's global copies together take the longer of their
+    L2 time and the DRAM time of the bytes L2 misses (:func:`dram_reuse`), shared out in proportion to
+    their L2 time; a copy outside the loop runs alone. ``reuse``: :func:`dram_reuse`'s, when at hand.
     """
-    seu = vdev.eu.seu(kind)
-    glob = [a for a in (*t.reads, *t.writes) if a.scope == "global"]
-    if not glob:
-        return seu.throughput
-    per_eu_cycle = vdev.num_eus * vdev.clock_ghz * 1e9
-    reuse = math.prod(extent for var, extent in graph.grid.items() if extent and var not in glob[0].block_vars)
-    dram = vdev.dram_bandwidth / per_eu_cycle * min(float(reuse), _MAX_L2_REUSE)
-    return min(seu.throughput, vdev.l2_bandwidth / per_eu_cycle, dram)
+    reuse = dram_reuse(plan, graph, vdev) if reuse is None else reuse
+    seu = {a.stask: a.seu for a in plan.appends}
+    copies = [t for t in graph.stasks
+              if t.op in (OpKind.COPY, OpKind.ATOMIC) and seu[t.id] in (SEUKind.TMA, SEUKind.LSU)]
+    l2 = {t.id: _l2_rate(t, seu[t.id], graph, vdev) for t in copies}
+    dram = {t.id: _dram_rate(t, graph, vdev, reuse.get(t.id, 1.0)) for t in copies}
+    loop = [t for t in copies if t.placement == Placement.LOOP and _global(t)]
+    l2_time = sum(t.bytes / l2[t.id] for t in loop)
+    slow = max(1.0, sum(t.bytes / dram[t.id] for t in loop) / l2_time) if l2_time else 1.0
+    return {t.id: l2[t.id] / slow if t in loop else min(l2[t.id], dram[t.id]) for t in copies}
 
 
-_MAX_L2_REUSE = 64.0  # L2 keeps a tile for a bounded number of re-reads
+def dram_reuse(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, float]:
+    """Per sTask copying a global tile: how many blocks read (or write) it from L2 per DRAM transfer.
+
+    The blocks that share a tile get it from L2 when they run close enough in time: within a window of
+    consecutive tiles of the plan's order, as many as are resident at once (a wave) but fewer where the
+    wave's spread in time outlasts what L2 holds. A wave's blocks start and drift apart by about
+    ``WAVE_SKEW`` of the wave's duration from the first tile of the window to the last, while DRAM refills
+    L2 in ``l2_bytes / dram_bandwidth``; tiles further apart in the order than that reread DRAM. Within
+    the window, a tile's offsets use some launch indices: the blocks that agree on those share it.
+    """
+    return _reuse(graph, vdev, plan.tile_order, vdev.num_eus * _blocks_per_eu(plan, graph, vdev))
 
 
-# ---------------------------------------------------------------- the simulated clock
-@dataclass
-class _Stream:
-    name: str
-    role: str
-    share: float
-    program: list[Append]  # loop program
-    prologue: list[Append]
-    epilogue: list[Append]
-    time: float = 0.0
+def least_dram_order(graph: STaskGraph, vdev: VDevice, orders: Iterable[TileOrder]) -> TileOrder:
+    """Of ``orders``, the first that moves the fewest loop bytes through DRAM with one block per EU (the
+    order a plan gains from where DRAM binds; where it does not, the order changes no predicted time)."""
+
+    def dram(order: TileOrder) -> float:
+        reuse = _reuse(graph, vdev, order, vdev.num_eus)
+        return sum(t.bytes / reuse[t.id] for t in graph.loop_stasks if t.id in reuse)
+
+    return min(orders, key=dram)
 
 
-def _streams(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[_Stream]:
-    """One stream per warpgroup of each role; compute warpgroups split their sTasks' work evenly."""
-    out = []
-    wg = max(vdev.eu.warpgroup_warps, 4 if vdev.eu.warpgroup_warps == 1 else 1)
-    for r in plan.roles:
-        progs = [plan.program(r.name, graph, p) for p in (Placement.LOOP, Placement.PROLOGUE, Placement.EPILOGUE)]
-        only_copies = all(a.seu in (SEUKind.TMA,) for prog in progs for a in prog)
-        n = 1 if only_copies else max(1, r.warps // wg)
-        for i in range(n):
-            out.append(_Stream(f"{r.name}{i if n > 1 else ''}", r.name, 1.0 / n, *progs))
+def _reuse(graph: STaskGraph, vdev: VDevice, order: TileOrder, resident: int) -> dict[str, float]:
+    """:func:`dram_reuse` of tiles walked in ``order`` with ``resident`` blocks at once."""
+    grid = tuple(graph.grid.values())
+    if not grid or any(e is None for e in grid):
+        return {}
+    l2_cycles = vdev.l2_bytes / vdev.dram_bandwidth * vdev.clock_ghz * 1e9
+    wave = max(1.0, _block_floor(graph, vdev)) * resident / vdev.num_eus
+    window = max(1, min(resident, math.prod(grid), round(resident * l2_cycles / (WAVE_SKEW * wave))))
+    names = tuple(graph.grid)
+    out = {}
+    for t in graph.stasks:
+        glob = [a for a in (*t.reads, *t.writes) if a.scope == "global"]
+        if glob and t.op in (OpKind.COPY, OpKind.ATOMIC):
+            uses = tuple(names.index(v) for v in glob[0].block_vars if v in names)
+            out[t.id] = _window_reuse(grid, order, window, uses)
     return out
 
 
-def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration: Calibration | None = None,
-             trace: bool = False) -> Estimate:
-    """Predict the plan's kernel time by simulating its timeline on one EU, then counting waves."""
-    cal = calibration or Calibration(vdev.name)
-    iters = max(2, min(_SIM_ITERATIONS, int(math.ceil(graph.loop.trip_count))))
-    streams = _streams(plan, graph, vdev)
-    stage = {a.stask: a.stage for a in plan.appends}
-    role_streams: dict[str, list[_Stream]] = {}
-    for s in streams:
-        role_streams.setdefault(s.role, []).append(s)
-    servers = {k: [0.0] * n for k, n in _SERVERS.items()}
-    busy = {k: 0.0 for k in _SERVERS}
-    done: dict[tuple[str, str, int], float] = {}  # (stream, stask, iteration) -> completion
-    edges_into: dict[str, list] = {}  # dst -> (src, src placement, effective distance, src role)
-    for e in graph.edges:
-        edges_into.setdefault(e.dst, []).append(
-            (e.src, graph.stask(e.src).placement, effective_distance(plan, graph, e), plan.append_of(e.src).role))
-    stage_of = {a.stask: a.stage for a in plan.appends}
-    for gemm, waiter in plan.in_flight().items():  # the waiter holds until the gemm of its own step completes
-        edges_into.setdefault(waiter, []).append(
-            (gemm, Placement.LOOP, stage_of[gemm] - stage_of[waiter], plan.append_of(gemm).role))
-    events: list[Event] = []
-    iter_done = [0.0] * iters
+# How far apart in time the blocks of one wave run, from the first tile of the order's window to the last,
+# as a fraction of the wave's duration (model: they start together and drift). On the 32 GEMM rows of the
+# 2026-11-22-h100-gemm-mamba run (4 measured plans each), any value from 0.15 to 0.3 makes the model rank
+# the 256x128 tile ahead of 128x256 at 16384^3 and the LLaMA-3-70B up and down projections, as measured
+# (1.3-1.6x apart), and puts its first pick 0.8% behind the fastest in geometric mean, 4.1% at worst
+# (8.1% and 56% when every block of a wave shared L2, as at 0); tests/test_cost.py.
+WAVE_SKEW = 0.2
+_WINDOW_SAMPLES = 8  # windows of the order averaged over (the grid's edges change what a window covers)
 
-    def deps(stream: _Stream, t: STask, it: int) -> float | None:
-        """When the sTask instance's dependences complete; None while one is not simulated yet."""
-        ready = 0.0
-        turn = _turn_of(stream, t, it) if handoffs else None
-        if turn is not None:  # a handoff: the previous warpgroup has issued its span of this step
-            when = done.get(turn)
-            if when is None:
-                blocked[stream.name] = turn
-                return None
-            ready = when + _NAMED_BARRIER_CYCLES
-        for src, src_place, dist, src_role in edges_into.get(t.id, ()):
-            if src_place == Placement.LOOP and t.placement == Placement.LOOP:
-                src_it = it - dist
-                if src_it < 0:
-                    continue
-            elif src_place == Placement.LOOP:  # the epilogue reads the last iteration
-                src_it = iters - 1
-            elif t.placement == Placement.PROLOGUE or src_place == Placement.PROLOGUE:
-                src_it = -1
-            else:
-                continue  # an epilogue sTask feeding back into nothing earlier
-            for o in ([stream] if src_role == stream.role else role_streams[src_role]):
-                when = done.get((o.name, src, src_it))
-                if when is None:
-                    if o is stream and src_place == t.placement == Placement.LOOP and src_it == it \
-                            and plan_pos[src] > plan_pos[t.id]:
-                        continue  # verify() rejects such plans; don't deadlock on them here
-                    blocked[stream.name] = (o.name, src, src_it)
-                    return None
-                ready = max(ready, when)
-        return ready
 
-    handoffs = {h.role: h for h in plan.handoffs}
-    # Warpgroups of one role that do not take turns are released by the same barriers and issue the same
-    # wgmma together; the tensor cores interleave them: the last completes when the whole role's work
-    # does, the first INTERLEAVED_DELAY of its siblings' work later than alone.
-    interleaved = {r for r, group in role_streams.items() if len(group) > 1 and r not in handoffs}
-    lockstep: dict[tuple[str, str, int], float] = {}  # (role, tensor-core sTask, iteration) -> completion
+def _block_floor(graph: STaskGraph, vdev: VDevice) -> float:
+    """Cycles one block needs at least: its loop's tensor-core work or its copies through L2, whichever
+    is longer (the duration that decides how long its tiles must stay in L2)."""
+    eu = vdev.eu
+    per_eu_l2 = vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)
+    flops = sum(t.flops for t in graph.loop_stasks if t.seu == SEUKind.TENSOR_CORE)
+    tc = flops / eu.seu(SEUKind.TENSOR_CORE).throughput if eu.has(SEUKind.TENSOR_CORE) else 0.0
+    copies = sum(t.bytes / min(eu.seu(t.seu).throughput, per_eu_l2) for t in graph.loop_stasks
+                 if t.op == OpKind.COPY and eu.has(t.seu) and any(a.scope == "global" for a in t.reads))
+    return max(tc, copies) * graph.loop.trip_count
 
-    def _turn_of(stream: _Stream, t: STask, it: int) -> tuple | None:
-        """The (stream, issued-marker, iteration) whose issue opens this instance's turn, if it opens one."""
-        h = handoffs.get(stream.role)
-        if h is None or t.id != h.first:
-            return None
-        group = role_streams[stream.role]
-        w, step = group.index(stream), it + stage_of[h.first]
-        prev, prev_step = (group[w - 1], step) if w else (group[-1], step - 1)
-        prev_it = prev_step - stage_of[h.last]
-        return (prev.name, _ISSUED + h.last, prev_it) if 0 <= prev_it < iters else None
 
-    cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: price each (sTask, sEU, share) once
+@functools.lru_cache(maxsize=4096)
+def _window_reuse(grid: tuple[int, ...], order: TileOrder, window: int, uses: tuple[int, ...]) -> float:
+    """Mean over windows of ``window`` consecutive tiles in ``order``: blocks per distinct tile, where a tile
+    is named by the launch indices ``uses``."""
+    total = math.prod(grid)
+    gx, gy = grid[0], grid[1] if len(grid) > 1 else 1
+    starts = np.unique((total - window) * np.arange(_WINDOW_SAMPLES) // max(1, _WINDOW_SAMPLES - 1))
+    linear = (starts[:, None] + np.arange(window)[None, :]).ravel()
+    x, y = order.coords(linear % (gx * gy), gx, gy, np.where)
+    index = [x, y]
+    rest = linear // (gx * gy)
+    for extent in grid[2:]:
+        rest, digit = np.divmod(rest, extent)
+        index.append(digit)
+    name = np.zeros_like(linear)
+    for i in uses:
+        name = name * grid[i] + index[i]
+    per_window = name.reshape(len(starts), window)
+    return float(np.mean([window / len(np.unique(w)) for w in per_window]))
 
-    def run(stream: _Stream, a: Append, it: int, start: float) -> None:
-        t = graph.stask(a.stask)
+
+def streaming_eus(graph: STaskGraph, vdev: VDevice) -> int:
+    """EUs that share L2 and DRAM bandwidth while the kernel runs: every EU, or one per block when the grid
+    has fewer blocks than EUs (the block scheduler spreads blocks over idle EUs first). A decode kernel with
+    a few sequences and KV heads then streams at what its few EUs can pull, not at a 1/num_eus share."""
+    blocks = graph.grid_blocks()
+    return vdev.num_eus if blocks is None else max(1, min(vdev.num_eus, blocks))
+
+
+# ---------------------------------------------------------------- the simulated clock
+class _Timeline(Simulation):
+    """The plan's streams on one EU's sEUs: each issued instance occupies its sEU for ``work / rate``
+    cycles (the servers of its kind, shared by every stream) and completes ``latency`` cycles later."""
+
+    turn_cycles = 20.0  # bar.sync after the matching bar.arrive (model)
+
+    def __init__(self, plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, cal: Calibration, iters: int,
+                 trace: bool, blocks_per_eu: int) -> None:
+        super().__init__(plan, graph, vdev, iters)
+        self.cal, self.overhead = cal, cal.overhead
+        self.servers = {k: [0.0] * n for k, n in _SERVERS.items()}
+        self.busy = {k: 0.0 for k in _SERVERS}
+        self.steady = (iters // 2, iters)
+        self.events: list[Event] | None = [] if trace else None
+        self.cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
+        self.reuse = _reuse(graph, vdev, plan.tile_order, vdev.num_eus * blocks_per_eu)
+        self.copy_rates = copy_rates(plan, graph, vdev, self.reuse)
+        # Warpgroups of one role that do not take turns are released by the same barriers and issue the same
+        # wgmma together; the tensor cores interleave them: the last completes when the whole role's work
+        # does, the first INTERLEAVED_DELAY of its siblings' work later than alone.
+        self.interleaved = {r for r, group in self.by_role.items() if len(group) > 1 and r not in self.handoffs}
+        self.lockstep: dict[tuple[str, str, int], float] = {}  # (role, tensor-core sTask, iteration) -> completion
+        # TMA runs behind its issuer, and so do the loop's copies of a software pipeline where the chip has
+        # cp.async (num_stages >= 2; with one stage TileLang copies through registers, holding the warps).
+        # A wgmma holds its stream like a synchronous sTask (TileLang 0.1.15 waits right after it) unless the
+        # plan keeps it in flight until a Wait.
+        eu = vdev.eu
+        self.issue_cycles = {k.kind: (k.issue if k.is_async and k.kind != SEUKind.TENSOR_CORE else None)
+                             for k in eu.seus}
+        self.cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU} \
+            if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
+        lsu = eu.seu(SEUKind.LSU)
+        self.cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
+        self.in_flight = plan.in_flight()
+        self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
+        self.sync_cost = _sync_costs(plan, graph)
+
+    def sync_delay(self, stream: Stream, a: Append) -> float:
+        return self.sync_cost.get((stream.role, a.stask), 0.0)
+
+    def issue(self, stream: Stream, a: Append, it: int, start: float) -> tuple[float, float]:
+        t = self.graph.stask(a.stask)
         key = (t.id, a.seu, stream.share)
-        if key not in cycles:
-            cycles[key] = sTask_cycles(t, a.seu, graph, vdev, stream.share)
-        work, latency = cycles[key]
-        work *= cal.factor(a.seu)
-        pool = servers[a.seu]
+        if key not in self.cycles:
+            self.cycles[key] = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
+        work, latency = self.cycles[key]
+        work *= self.cal.factor(a.seu)
+        pool = self.servers[a.seu]
         k = min(range(len(pool)), key=pool.__getitem__)
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate
-        batch = (stream.role, t.id, it) if a.seu == SEUKind.TENSOR_CORE and stream.role in interleaved else None
-        if batch in lockstep and start <= lockstep[batch]:
-            begin, end = start, lockstep[batch]  # a sibling booked this wgmma for the whole role
+        batch = (stream.role, t.id, it) if a.seu == SEUKind.TENSOR_CORE and stream.role in self.interleaved else None
+        if batch in self.lockstep and start <= self.lockstep[batch]:
+            begin, end = start, self.lockstep[batch]  # a sibling booked this wgmma for the whole role
         else:
             begin = max(start, pool[k])
             end = begin + per_server + latency
             if batch is not None:
-                n = len(role_streams[stream.role])
-                lockstep[batch] = begin + n * per_server + latency
+                n = len(self.by_role[stream.role])
+                self.lockstep[batch] = begin + n * per_server + latency
                 end += (n - 1) * per_server * INTERLEAVED_DELAY
                 per_server *= n
             pool[k] = begin + per_server
-            if steady_lo <= it < steady_hi:
-                busy[a.seu] += per_server / len(pool)
-        done[(stream.name, t.id, it)] = end
-        if a.stask in in_flight:
-            stream.time = start + tc_issue
-        elif a.stask in cp_async:
-            stream.time = start + cp_async_issue
+            if self.steady[0] <= it < self.steady[1]:
+                self.busy[a.seu] += per_server / len(pool)
+        if a.stask in self.in_flight:
+            after = start + self.tc_issue
+        elif a.stask in self.cp_async:
+            after = start + self.cp_async_issue
         else:
-            stream.time = start + issue[a.seu] if issue[a.seu] is not None else end
-        h = handoffs.get(stream.role)
-        if h is not None and t.id == h.last:  # the warpgroup hands the tensor cores on once it issued its span
-            done[(stream.name, _ISSUED + h.last, it)] = stream.time
-        if it >= 0:
-            iter_done[it] = max(iter_done[it], end)
-        if trace:
-            events.append(Event(stream.name, t.id, it, a.seu, begin, end))
+            after = start + self.issue_cycles[a.seu] if self.issue_cycles[a.seu] is not None else end
+        if self.events is not None:
+            self.events.append(Event(stream.name, t.id, it, a.seu, begin, end))
+        return end, after
 
-    # TMA runs behind its issuer, and so do the loop's copies of a software pipeline where the chip has
-    # cp.async (num_stages >= 2; with one stage TileLang copies through registers, holding the warps).
-    # TileLang 0.1.15 waits for each wgmma right after it (warpgroup_wait<0>), so a tensor-core sTask
-    # holds its stream like a synchronous one.
-    issue = {s.kind: (s.issue if s.is_async and s.kind != SEUKind.TENSOR_CORE else None) for s in vdev.eu.seus}
-    cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU} \
-        if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
-    lsu = vdev.eu.seu(SEUKind.LSU)
-    cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
-    in_flight = plan.in_flight()  # gemms issued without a wait: their Wait step holds the waiter instead
-    tc_issue = vdev.eu.seu(SEUKind.TENSOR_CORE).issue
-    sync_cost = _sync_costs(plan, graph)
-    steady_lo, steady_hi = iters // 2, iters
-    plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}
-    depth = max((a.stage for a in plan.appends), default=0)
-    queues = {}
-    for s in streams:
-        q = [(a, -1) for a in s.prologue]
-        for step in range(iters + depth):
-            q += [(a, step - stage[a.stask]) for a in s.program if 0 <= step - stage[a.stask] < iters]
-        q += [(a, -1) for a in s.epilogue]
-        queues[s.name] = q
-    heads = {s.name: 0 for s in streams}
-    by_name = {s.name: s for s in streams}
-    # a head's dependences, once all simulated, cannot change until that head issues (``done`` is write-once
-    # and a stream's own later sTasks wait behind its head), so each head's ready time is computed once
-    head_ready: dict[str, float] = {}
-    blocked: dict[str, tuple] = {}  # stream -> the first missing completion its head waits for
-    while True:  # event-driven: always issue the earliest-ready instance among the streams
-        best = None
-        for name, i in heads.items():
-            if i >= len(queues[name]):
-                continue
-            s = by_name[name]
-            a, it = queues[name][i]
-            t = graph.stask(a.stask)
-            ready = head_ready.get(name)
-            if ready is None:
-                if name in blocked and blocked[name] not in done:
-                    continue  # deps() would stop at the same missing completion again
-                ready = deps(s, t, it)
-                if ready is None:
-                    continue
-                head_ready[name] = ready
-            start = max(s.time, ready)
-            if t.placement == Placement.EPILOGUE and iter_done:
-                start = max(start, max(iter_done))
-            if best is None or start < best[0]:
-                best = (start, s, a, it)
-        if best is None:
-            break
-        start, s, a, it = best
-        run(s, a, it, start + sync_cost.get((s.role, a.stask), 0.0))
-        heads[s.name] += 1
-        head_ready.pop(s.name, None)
-        blocked.pop(s.name, None)
-        if 0 <= it and heads[s.name] < len(queues[s.name]) and queues[s.name][heads[s.name]][1] != it:
-            s.time += cal.overhead * s.share / max(1, len(s.program))
-    if any(i < len(queues[n]) for n, i in heads.items()):
-        raise RuntimeError("cost model deadlock: the plan's waits cannot all be met (verify the plan first)")
-    sim_end = max([s.time for s in streams] + [v for v in done.values()])
-    per_iter = (iter_done[iters - 1] - iter_done[steady_lo - 1]) / (iters - steady_lo)
-    block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
+
+def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration: Calibration | None = None,
+             trace: bool = False) -> Estimate:
+    """Predict the plan's kernel time by simulating its timeline on one EU, then counting waves; a
+    persistent plan's blocks start each tile but the first with its loads issued during the last one's
+    epilogue."""
+    cal = calibration or Calibration(vdev.name)
+    iters = max(2, min(_SIM_ITERATIONS, int(math.ceil(graph.loop.trip_count))))
     bpe = _blocks_per_eu(plan, graph, vdev)
+    sim = _Timeline(plan, graph, vdev, cal, iters, trace, bpe)
+    if sim.run():
+        raise RuntimeError("cost model deadlock: the plan's waits cannot all be met (verify the plan first)")
+    steady_lo = sim.steady[0]
+    sim_end = max([s.time for s in sim.streams] + list(sim.done.values()))
+    per_iter = (sim.iter_done[iters - 1] - sim.iter_done[steady_lo - 1]) / (iters - steady_lo)
+    # a few simulated iterations of a long-latency stream (TMA behind a deep pipeline) may not reach the steady
+    # state: no iteration is shorter than the work its busiest sEU does per iteration
+    per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / (iters - steady_lo))
+    block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
     blocks = graph.grid_blocks() or vdev.num_eus * bpe
     waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
     span = per_iter * (iters - steady_lo)
-    util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in busy.items() if v}
+    util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in sim.busy.items() if v}
     # co-resident blocks overlap each other's idle time until the busiest sEU saturates, but not perfectly
     busiest = max(util.values(), default=1.0)
     wave_cycles = block * max(1.0, bpe * busiest, 1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP))
+    hidden = 0.0
+    if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
+        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
+        hidden = (waves - 1) * max(0.0, min(fill, epilogue))
     return Estimate(
         cycles_per_iteration=per_iter,
         block_cycles=block,
         blocks_per_eu=bpe,
         waves=waves,
-        seconds=vdev.cycles_to_seconds(wave_cycles * waves),
+        seconds=vdev.cycles_to_seconds(wave_cycles * waves - hidden),
         busy=util,
-        trace=tuple(events),
+        trace=tuple(sim.events or ()),
+        dram_bytes=blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
+                                for t in graph.stasks for r in [sim.reuse.get(t.id)] if r),
     )
 
 
@@ -359,8 +378,6 @@ _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
 # above no turns, which measured 0.77x. On the 96 recorded H200 attention rows (no turns among them)
 # the model's first pick is 2.4% behind the measured best, 1.2% with 0 (tests/test_calibration.py).
 INTERLEAVED_DELAY = 0.5
-_NAMED_BARRIER_CYCLES = 20.0  # bar.sync after the matching bar.arrive (model)
-_ISSUED = "issued:"  # timeline marker: a handoff span's last sTask issued (the turn passes on)
 
 
 def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str], float]:
@@ -432,8 +449,6 @@ def _calibration_dir() -> str:
 
 def save_calibration(cal: Calibration, directory: str | None = None) -> str:
     """Write ``cal`` to ``<dir>/<target>.json`` atomically; returns the path."""
-    from .cache import atomic_write
-
     path = os.path.join(directory or _calibration_dir(), f"{cal.target}.json")
     atomic_write(path, json.dumps(cal.to_dict(), indent=1))
     return path
@@ -445,8 +460,6 @@ def load_calibration(target: str, directory: str | None = None) -> Calibration |
     pt-tvm ships none: on the recorded H200 runs the uncalibrated model picks the best measured plan
     more often than any fit of absolute times did (tests/test_calibration.py). A corrupt file is
     ignored with a warning."""
-    import warnings
-
     path = os.path.join(directory or _calibration_dir(), f"{target}.json")
     if not os.path.exists(path):
         return None

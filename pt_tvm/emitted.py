@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
+from .errors import PtTvmError
 from .graph import DepKind, Placement, STaskGraph
 from .plan import ExecutionPlan, Style
 
@@ -29,7 +30,7 @@ _FOR = re.compile(r"^\s*for \(.*\{\s*$")
 _PARTIAL_SYNC = re.compile(r"__sync_thread_partial\((\d+),")
 
 
-class EmissionError(RuntimeError):
+class EmissionError(PtTvmError, RuntimeError):
     """TileLang emitted a kernel that does not do what its plan says (e.g. a cp.async wait too short)."""
 
 

@@ -1,18 +1,21 @@
-"""The errors pt-tvm raises for bad input, gathered so the CLI can report them in one line."""
+"""The base of the errors pt-tvm raises on purpose: one class to catch, each subclass naming the problem."""
 from __future__ import annotations
 
-from .graph import GraphError
-from .hw import HardwareError
-from .plan import PlanError
-
-__all__ = ["USER_ERRORS"]
+__all__ = ["PtTvmError", "FallbackWarning", "one_line"]
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    from pt_tvm.passes import ExtractionError, ScheduleMismatch
-    from pt_tvm.templates import TemplateError
-
-    return (HardwareError, GraphError, ExtractionError, TemplateError, PlanError, ScheduleMismatch)
+class PtTvmError(Exception):
+    """An error pt-tvm raises on purpose, with a message that names the problem. Subclasses for bad input
+    (a chip, template, graph, plan or kernel pt-tvm cannot take) are also ``ValueError`` s."""
 
 
-USER_ERRORS = _user_errors()
+class FallbackWarning(UserWarning):
+    """pt-tvm leaves a kernel's schedule to TileLang: no hardware model for the target, or nothing it can
+    schedule in the kernel."""
+
+
+def one_line(e: BaseException) -> str:
+    """``Type: message`` in one line (TVM's errors carry a traceback: their last line says what happened)."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    last = lines[-1][:300] if lines else ""
+    return last if last.startswith(type(e).__name__) else f"{type(e).__name__}: {last}"

@@ -17,6 +17,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from .errors import PtTvmError
 from .hw import SEUKind
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-class GraphError(ValueError):
+class GraphError(PtTvmError, ValueError):
     """A malformed or corrupt sTask-graph (e.g. a JSON file that does not describe one)."""
 
 

@@ -19,9 +19,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import math
 import os
+import re
+import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+import torch
+from tilelang import tvm
+
+from .errors import PtTvmError
 
 __all__ = [
     "SEUKind",
@@ -37,7 +45,7 @@ __all__ = [
 ]
 
 
-class HardwareError(ValueError):
+class HardwareError(PtTvmError, ValueError):
     """An unknown target or chip name, or a malformed chip description."""
 
 
@@ -79,9 +87,17 @@ class SEU:
     issue: float = 0.0
 
     def __post_init__(self) -> None:
+        where = f"sEU {self.name!r}"
+        _check_str(where, "name", self.name)
+        if not isinstance(self.kind, SEUKind) and self.kind not in {k.value for k in SEUKind}:
+            raise HardwareError(f"{where}: field 'kind' must be one of {', '.join(k.value for k in SEUKind)}, "
+                                f"got {self.kind!r}")
         object.__setattr__(self, "kind", SEUKind(self.kind))
-        if self.throughput <= 0 or self.latency < 0 or self.issue < 0:
-            raise HardwareError(f"sEU {self.name!r}: throughput must be > 0 and latencies >= 0")
+        if not isinstance(self.is_async, bool):
+            raise HardwareError(f"{where}: field 'is_async' must be true or false, got {self.is_async!r}")
+        _check_number(where, "throughput", self.throughput)
+        _check_number(where, "latency", self.latency, allow_zero=True)
+        _check_number(where, "issue", self.issue, allow_zero=True)
 
 
 @dataclass(frozen=True)
@@ -122,11 +138,29 @@ class EU:
     min_regs_per_thread: int = 24
 
     def __post_init__(self) -> None:
-        seus = tuple(s if isinstance(s, SEU) else SEU(**s) for s in self.seus)
+        where = f"EU {self.name!r}"
+        _check_str(where, "name", self.name)
+        if not isinstance(self.seus, (list, tuple)):
+            raise HardwareError(f"{where}: field 'seus' must be a list of sEUs, got {self.seus!r}")
+        seus = tuple(s if isinstance(s, SEU) else _construct(SEU, s, f"{where}: seus[{i}]")
+                     for i, s in enumerate(self.seus))
         object.__setattr__(self, "seus", seus)
         kinds = [s.kind for s in seus]
         if len(set(kinds)) != len(kinds):
-            raise HardwareError(f"EU {self.name!r}: one sEU per kind, got {[k.value for k in kinds]}")
+            raise HardwareError(f"{where}: one sEU per kind, got {[k.value for k in kinds]}")
+        missing = [k.value for k in _REQUIRED_SEUS if k not in kinds]
+        if missing:
+            raise HardwareError(f"{where}: field 'seus' lacks {', '.join(missing)} (every EU needs "
+                                f"{', '.join(k.value for k in _REQUIRED_SEUS)})")
+        for key in ("smem_per_block", "smem_per_eu", "regs_per_eu", "max_regs_per_thread", "max_threads_per_block",
+                    "warp_size", "warpgroup_warps", "reg_alloc_granularity", "min_regs_per_thread"):
+            _check_int(where, key, getattr(self, key))
+        if self.smem_per_block > self.smem_per_eu:
+            raise HardwareError(f"{where}: field 'smem_per_block' ({self.smem_per_block}) exceeds 'smem_per_eu' "
+                                f"({self.smem_per_eu})")
+        if self.min_regs_per_thread > self.max_regs_per_thread:
+            raise HardwareError(f"{where}: field 'min_regs_per_thread' ({self.min_regs_per_thread}) exceeds "
+                                f"'max_regs_per_thread' ({self.max_regs_per_thread})")
 
     @property
     def warpgroup_threads(self) -> int:
@@ -181,21 +215,35 @@ class VDevice:
     description: str = ""
 
     def __post_init__(self) -> None:
+        where = f"chip {self.name!r}"
+        _check_str(where, "name", self.name)
         if not isinstance(self.eu, EU):
-            object.__setattr__(self, "eu", EU(**self.eu))
+            object.__setattr__(self, "eu", _construct(EU, self.eu, f"{where}: eu"))
+        if isinstance(self.features, str) or not all(isinstance(f, str) for f in self.features):
+            raise HardwareError(f"{where}: field 'features' must be a list of names, got {self.features!r}")
         object.__setattr__(self, "features", frozenset(self.features))
+        unknown = sorted(self.features - FEATURES)
+        if unknown:
+            raise HardwareError(f"{where}: unknown feature(s) {', '.join(map(repr, unknown))} in field 'features' "
+                                f"(known: {', '.join(sorted(FEATURES))})")
+        if not isinstance(self.target, Mapping):
+            raise HardwareError(f"{where}: field 'target' must be a target dict, got {self.target!r}")
         object.__setattr__(self, "target", dict(self.target))
-        if self.target.get("kind") not in ("cuda", "hip"):
-            raise HardwareError(f"chip {self.name!r}: target kind must be 'cuda' or 'hip', got {self.target!r}")
+        _check_target(where, self.target)
+        _check_int(where, "num_eus", self.num_eus)
+        _check_int(where, "l2_bytes", self.l2_bytes)
+        for key in ("clock_ghz", "dram_bandwidth", "l2_bandwidth"):
+            _check_number(where, key, getattr(self, key))
+        if "warp_specialization" in self.features and not (self.eu.has(SEUKind.TMA) and self.eu.warpgroup_warps > 1):
+            raise HardwareError(f"{where}: feature 'warp_specialization' needs a tma sEU and warpgroups "
+                                f"(eu.warpgroup_warps > 1)")
 
     @property
     def target_kind(self) -> str:
         return self.target["kind"]
 
     def tvm_target(self):
-        """The TVM Target TileLang lowers for (imports TVM lazily)."""
-        from tilelang import tvm
-
+        """The TVM Target TileLang lowers for."""
         return tvm.target.Target(dict(self.target))
 
     def cycles_to_seconds(self, cycles: float) -> float:
@@ -210,12 +258,61 @@ class VDevice:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "VDevice":
+        """A chip from its description (:meth:`to_dict`'s form), every field checked."""
         try:
-            return cls(**d)
-        except HardwareError:
-            raise
-        except (TypeError, ValueError) as e:  # wrong fields, or values of the wrong shape (an unknown sEU kind)
+            return _construct(cls, d, "")
+        except HardwareError as e:
             raise HardwareError(f"malformed chip description: {e}") from None
+
+
+FEATURES = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg"})
+"""Emission capabilities a chip may list (see :class:`VDevice`)."""
+_REQUIRED_SEUS = (SEUKind.LSU, SEUKind.TENSOR_CORE, SEUKind.CUDA_CORE)
+
+
+def _construct(cls: type, spec: Any, where: str) -> Any:
+    """``cls(**spec)``, or a HardwareError naming the fields that are missing or unknown."""
+    prefix = f"{where}: " if where else ""
+    if not isinstance(spec, Mapping):
+        raise HardwareError(f"{prefix}expected an object with the fields of {cls.__name__}, got {spec!r}")
+    fields = {f.name for f in dataclasses.fields(cls)}
+    required = {f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    unknown, missing = sorted(set(spec) - fields), sorted(required - set(spec))
+    if unknown or missing:
+        raise HardwareError(prefix + "; ".join(
+            ([f"unknown field(s) {', '.join(map(repr, unknown))}"] if unknown else [])
+            + ([f"missing field(s) {', '.join(map(repr, missing))}"] if missing else [])))
+    return cls(**spec)
+
+
+def _check_str(where: str, key: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise HardwareError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+
+
+def _check_int(where: str, key: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise HardwareError(f"{where}: field {key!r} must be a positive integer, got {value!r}")
+
+
+def _check_number(where: str, key: str, value: Any, allow_zero: bool = False) -> None:
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and \
+        (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise HardwareError(f"{where}: field {key!r} must be a {'non-negative' if allow_zero else 'positive'} "
+                            f"finite number, got {value!r}")
+
+
+def _check_target(where: str, target: Mapping[str, Any]) -> None:
+    """A target dict TileLang lowers for: cuda with an ``sm_NN`` arch, or hip with a ``gfxNNN`` mcpu."""
+    kind = target.get("kind")
+    if kind == "cuda" and re.fullmatch(r"sm_\d+a?", str(target.get("arch", ""))):
+        return
+    if kind == "hip" and re.fullmatch(r"gfx\d+[a-z]?", str(target.get("mcpu", ""))):
+        return
+    raise HardwareError(f"{where}: field 'target': target kind must be 'cuda' with an 'sm_NN' arch or 'hip' "
+                        f"with a 'gfxNNN' mcpu, got {dict(target)!r}")
 
 
 # ---------------------------------------------------------------- built-in chips
@@ -398,7 +495,7 @@ def _unsupported(attrs: Mapping[str, Any]) -> VDevice:
 
 
 def _target_attrs(target: Any) -> dict:
-    """kind/arch/mcpu/model of a TVM Target or a target dict, without importing TVM for dicts."""
+    """kind/arch/mcpu/model of a TVM Target or a target dict, read without TVM for dicts."""
     if isinstance(target, Mapping):
         return dict(target)
     kind = getattr(getattr(target, "kind", None), "name", None)
@@ -420,8 +517,6 @@ def load(path: str) -> VDevice:
     """
     try:
         if path.endswith(".toml"):
-            import tomllib
-
             with open(path, "rb") as f:
                 spec = tomllib.load(f)
         else:
@@ -432,15 +527,16 @@ def load(path: str) -> VDevice:
     if not isinstance(spec, dict):
         raise HardwareError(f"chip file {path!r}: expected an object at the top level")
     base = spec.pop("base", None)
-    if base is not None:
-        spec = {**get(base).to_dict(), **spec}
-    return VDevice.from_dict(spec)
+    try:
+        if base is not None:
+            spec = {**get(base).to_dict(), **spec}
+        return VDevice.from_dict(spec)
+    except HardwareError as e:
+        raise HardwareError(f"chip file {path!r}: {e}") from None
 
 
 def from_device(index: int = 0) -> VDevice:
     """The built-in model of the local CUDA GPU (probes the device; never called implicitly)."""
-    import torch
-
     name = torch.cuda.get_device_name(index)
     major, minor = torch.cuda.get_device_capability(index)
     for key in ("H200", "H100", "A100", "MI300X"):

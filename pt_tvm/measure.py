@@ -3,18 +3,23 @@
 Timing: CUDA events around each call, a warm-up measured in milliseconds,
 the median over many calls, and inputs rotated over enough sets that their
 total exceeds twice the L2 so repeated calls do not read warm tiles.
-Correctness: ``||out - ref|| / ||ref||`` against the template's float32
-PyTorch reference on fresh random inputs (never zeros), with the output
-poisoned with NaN before the run so an unwritten element cannot pass.
+Correctness: every output of a call against the template's float32 PyTorch
+reference on fresh random inputs (never zeros), ``||out - ref|| / ||ref||``
+per output, with the free memory of PyTorch's CUDA caching allocator filled
+with NaN before the call (:func:`nan_prefill`), so an output element the
+kernel never writes reads NaN and fails the check.
 """
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
-__all__ = ["Timing", "time_fn", "time_interleaved", "rel_err", "input_sets", "REL_TOL"]
+import torch
+
+__all__ = ["Timing", "Sampler", "Queued", "time_samplers", "time_interleaved", "rel_err", "input_sets", "REL_TOL",
+           "NanMemory", "nan_prefill", "OutputCheck", "check_call", "as_outputs", "kernel_outputs"]
 
 # fp16/bf16 operands with fp32 accumulation. Every correct kernel of the recorded H200 runs, peers included,
 # stayed under 7.5e-4 (fp16) and 5.9e-3 (bf16); a chunk_scan plan that read shared memory still being filled
@@ -30,72 +35,206 @@ class Timing:
     calls: int
 
 
+class Sampler(Protocol):
+    """A way of timing one callable: ``sampler(samples, offset)`` returns one per-call time (ms) per sample,
+    each sample covering ``calls_per_sample`` calls; ``offset`` rotates the input sets."""
+
+    calls_per_sample: int
+
+    def __call__(self, samples: int, offset: int = 0) -> list[float]: ...
+
+
 def input_sets(make: Callable[[int], tuple], bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> list[tuple]:
     """Enough independent input sets (seeded 0, 1, ...) that cycling through them defeats the L2."""
     n = max(2, min(max_sets, math.ceil(2 * l2_bytes / max(bytes_per_set, 1))))
     return [make(seed) for seed in range(n)]
 
 
-def time_fn(fn: Callable[..., Any], sets: Sequence[tuple], warmup_ms: float = 100.0, rep_ms: float = 500.0,
-            min_calls: int = 10, max_calls: int = 1000) -> Timing:
-    """Median time of ``fn(*inputs)`` over calls cycling through ``sets`` (CUDA events per call)."""
-    def once(i: int) -> float:
-        return _event_times(fn, sets, 1, offset=i)[0]
+@dataclass(frozen=True)
+class Queued:
+    """Calls queued back to back: events around each call, one synchronize per sample batch, so the host's
+    launch overhead hides behind the GPU's queue (as ``triton.testing.do_bench``) and a gap shows only
+    where the host cannot keep the GPU busy."""
 
-    first = once(0)  # compile/launch-cache warm-up, not counted
-    spent, i = first, 1
-    while spent < warmup_ms or i < 3:
-        spent += once(i)
-        i += 1
-    per = max(spent / i, 1e-3)
-    calls = int(min(max_calls, max(min_calls, rep_ms / per)))
-    times = sorted(once(i + k) for k in range(calls))
+    fn: Callable[..., Any]
+    sets: Sequence[tuple]
+    calls_per_sample: int = 1
+
+    def __call__(self, samples: int, offset: int = 0) -> list[float]:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(samples)]
+        for k, (start, end) in enumerate(events):
+            start.record()
+            self.fn(*self.sets[(offset + k) % len(self.sets)])
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+
+
+def _summary(times: list[float], calls: int) -> Timing:
+    times = sorted(times)
     q = statistics.quantiles(times, n=5) if len(times) >= 5 else [times[0]] * 4
     return Timing(ms=statistics.median(times), p20=q[0], p80=q[3], calls=calls)
 
 
+def time_samplers(samplers: Mapping[Any, Sampler], rounds: int = 5, warmup_ms: float = 100.0,
+                  round_ms: float = 100.0) -> dict[Any, Timing]:
+    """Median per-call times of several samplers measured in alternating rounds.
+
+    Clock and thermal drift during a run then touches every sampler alike, so their
+    ratios are fair even when the absolute times wander. Each is first warmed up for
+    ``warmup_ms`` (compile and launch caches), then timed for about ``round_ms`` per round.
+    """
+    per_sample = {}
+    for name, sampler in samplers.items():
+        spent, n = 0.0, 0
+        while spent < warmup_ms or n < 3:
+            spent += sampler(1, n)[0] * sampler.calls_per_sample
+            n += 1
+        per_sample[name] = max(statistics.median(sampler(3, n)) * sampler.calls_per_sample, 1e-3)
+    samples: dict[str, list[float]] = {name: [] for name in samplers}
+    for r in range(rounds):
+        for name, sampler in samplers.items():
+            count = int(max(3, min(200, round_ms / per_sample[name])))
+            samples[name] += sampler(count, r * count)
+    return {name: _summary(times, len(times) * samplers[name].calls_per_sample) for name, times in samples.items()}
+
+
 def time_interleaved(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], rounds: int = 5,
                      warmup_ms: float = 100.0, round_ms: float = 100.0) -> dict[str, Timing]:
-    """Median times of several callables measured in alternating rounds.
-
-    Clock and thermal drift during a run then touches every system alike, so
-    their ratios are fair even when the absolute times wander.
-    """
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    per_call = {name: max(time_fn(fn, sets, warmup_ms, 0.0, min_calls=3, max_calls=3).ms, 1e-3)
-                for name, fn in fns.items()}
-    for r in range(rounds):
-        for name, fn in fns.items():
-            calls = int(max(3, min(200, round_ms / per_call[name])))
-            samples[name] += _event_times(fn, sets, calls, offset=r * calls)
-    out = {}
-    for name, times in samples.items():
-        times.sort()
-        q = statistics.quantiles(times, n=5) if len(times) >= 5 else [times[0]] * 4
-        out[name] = Timing(ms=statistics.median(times), p20=q[0], p80=q[3], calls=len(times))
-    return out
-
-
-def _event_times(fn: Callable[..., Any], sets: Sequence[tuple], calls: int, offset: int = 0) -> list[float]:
-    """Per-call times of ``calls`` back-to-back launches: events around each call, one synchronize at the
-    end, so the host's launch overhead hides behind the GPU's queue (as ``triton.testing.do_bench``) and
-    a gap shows only where the host cannot keep the GPU busy."""
-    import torch
-
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
-    for k, (start, end) in enumerate(events):
-        start.record()
-        fn(*sets[(offset + k) % len(sets)])
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in events]
+    """:func:`time_samplers` of callables queued back to back (:class:`Queued`), inputs cycling through ``sets``."""
+    return time_samplers({name: Queued(fn, sets) for name, fn in fns.items()}, rounds, warmup_ms, round_ms)
 
 
 def rel_err(out: Any, ref: Any) -> float:
     """``||out - ref|| / ||ref||`` in float64; NaN or Inf anywhere gives ``inf``."""
-    import torch
-
     o, r = out.double(), ref.double()
     if not torch.isfinite(o).all():
         return math.inf
     return float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-30))
+
+
+# ---------------------------------------------------------------------------------------------- correctness
+
+_POISON_BYTE = 0xFF  # 0xFF.. is NaN in float32, float16, bfloat16 and the fp8 formats (-1 in integers)
+_SMALL_REQUEST = 1 << 20  # the caching allocator serves requests up to 1 MiB from its small pool
+_SWEEPS = 4  # rounds of taking the allocator's free blocks (a small block may need two requests)
+
+
+@dataclass(frozen=True)
+class NanMemory:
+    """The device memory :func:`nan_prefill` filled with NaN: ``covers(t)`` says whether a tensor lies in it."""
+
+    ranges: tuple[tuple[int, int], ...] = ()  # (start, end) byte addresses, merged and sorted
+
+    def covers(self, t: Any) -> bool:
+        start = t.untyped_storage().data_ptr()
+        end = start + t.untyped_storage().nbytes()
+        return any(lo <= start and end <= hi for lo, hi in self.ranges)
+
+
+def _merged(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _free_blocks(snapshot: Sequence[Mapping[str, Any]], device: int, stream: int) -> list[tuple[int, bool]]:
+    """(bytes, in the small pool) of every free block the allocator could hand to a request on ``stream``
+    (CUDA-graph pools excluded)."""
+    out = []
+    for seg in snapshot:
+        if seg["device"] != device or seg.get("stream", stream) != stream or any(seg.get("segment_pool_id") or ()):
+            continue
+        small = seg.get("segment_type") == "small"
+        out += [(b["size"], small) for b in seg["blocks"] if b["state"] == "inactive"]
+    return out
+
+
+def nan_prefill(device: Any, reserve_bytes: int = 64 << 20) -> NanMemory:
+    """Fill the free memory of PyTorch's CUDA caching allocator on ``device`` with NaN, for the next call.
+
+    Every free block of the current stream is taken, fresh segments are added (``reserve_bytes`` in
+    the large pool, a few in the small one), all are filled with ``0xFF`` bytes and handed back: any
+    tensor the next call allocates through the caching allocator (PyTorch, Inductor, Triton wrappers,
+    TileLang's TVM-FFI outputs) then starts as NaN, and :meth:`NanMemory.covers` tells which did.
+    Live tensors (inputs) are untouched. Off CUDA nothing is filled.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        return NanMemory()
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    torch.cuda.synchronize(index)
+    torch.cuda.empty_cache()
+    stream = torch.cuda.current_stream(index).cuda_stream
+    held = []
+    for _ in range(_SWEEPS):
+        free = _free_blocks(torch.cuda.memory_snapshot(), index, stream)
+        if not free:
+            break
+        held += [torch.empty(min(size, _SMALL_REQUEST) if small else size, dtype=torch.uint8, device=device)
+                 for size, small in free]
+    held.append(torch.empty(max(reserve_bytes, 2 * _SMALL_REQUEST), dtype=torch.uint8, device=device))
+    held += [torch.empty(_SMALL_REQUEST, dtype=torch.uint8, device=device) for _ in range(4)]
+    for t in held:
+        t.fill_(_POISON_BYTE)
+    memory = NanMemory(_merged([(t.data_ptr(), t.data_ptr() + t.numel()) for t in held]))
+    del held  # back to the free lists, NaN-filled; the fills come first in stream order
+    return memory
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """One output of a checked call: its relative error and what its memory held before the call
+    (``"nan"``: NaN-prefilled; ``"zero"``: an in/out accumulator handed over zeroed, as its contract
+    says; ``"unverified"``: memory :func:`nan_prefill` did not fill, e.g. a fresh ``cudaMalloc``)."""
+
+    rel_err: float
+    prefill: str
+
+
+def as_outputs(result: Any) -> tuple:
+    """A call's result as a tuple of outputs."""
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+def kernel_outputs(template: Any, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """A compiled template kernel as a function of its inputs that returns every output in the order of
+    the template's reference: its ``out_idx`` results, then the inputs it updates in place
+    (``template.inout_idx``, e.g. the row sums of ``gemm_rowsum``)."""
+    inout = tuple(template.inout_idx)
+    if not inout:
+        return kernel
+
+    def call(*inputs: Any) -> tuple:
+        return (*as_outputs(kernel(*inputs)), *(inputs[i] for i in inout))
+
+    return call
+
+
+def check_call(fn: Callable[..., Any], inputs: Sequence[Any], refs: Sequence[Any], *, inout: Sequence[int] = (),
+               prefill: Callable[[Any, int], NanMemory] = nan_prefill) -> tuple[OutputCheck, ...]:
+    """Call ``fn`` once on ``inputs`` with NaN in the allocator's free memory (``prefill``) and compare every
+    output with ``refs``; the inputs at ``inout`` (accumulators the call adds into) are copied first, so
+    each checked call starts from the inputs' values. Raises ValueError when the outputs do not match the
+    reference in number or size."""
+    given = [t.clone() if i in inout else t for i, t in enumerate(inputs)]
+    reserve = sum(2 * r.numel() * r.element_size() for r in refs) + (64 << 20)
+    nan = prefill(refs[0].device, reserve)
+    outs = as_outputs(fn(*given))
+    if refs[0].device.type == "cuda":
+        torch.cuda.synchronize()
+    if len(outs) != len(refs):
+        raise ValueError(f"the call returned {len(outs)} output(s), the reference has {len(refs)}")
+    checks = []
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        if out.numel() != ref.numel():
+            raise ValueError(f"output {k} has {out.numel()} elements, the reference {ref.numel()}")
+        accumulator = any(out.data_ptr() == given[i].data_ptr() for i in inout)
+        prefill = "zero" if accumulator else "nan" if nan.covers(out) else "unverified"
+        checks.append(OutputCheck(rel_err(out.reshape(ref.shape), ref), prefill))
+    return tuple(checks)

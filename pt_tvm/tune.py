@@ -9,17 +9,31 @@ Each measurement is also a calibration sample for :func:`pt_tvm.cost.calibrate`.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
+import math
 import multiprocessing
 import os
-from dataclasses import dataclass, replace
+import platform
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from . import hw
+import tilelang
+import torch
+
+from . import __version__, hw, templates
+from .compiler import planned_func, schedule_template
+from .errors import one_line
 from .graph import Placement
+from .measure import REL_TOL, as_outputs, check_call, input_sets, kernel_outputs, time_interleaved
+from .passes import apply_plan
+from .plan import ExecutionPlan
 from .search import Candidate, SearchResult, SearchSpace
 
-__all__ = ["Measured", "TuneResult", "Searched", "diverse_top", "compile_jobs", "search_jobs", "compile_one", "warm",
-           "tune_template", "report", "DEFAULT_TOP_K"]
+__all__ = ["Measured", "TuneResult", "Searched", "diverse_top", "compile_jobs", "compile_one", "warm",
+           "tune_template", "measure_one", "report", "DEFAULT_TOP_K"]
 
 DEFAULT_TOP_K = 8  # plans measured per kernel unless told otherwise
 
@@ -55,8 +69,8 @@ def _tensor_positions(c: Candidate) -> tuple:
                        if a.seu.value == "tensor_core") for r in c.plan.roles)
 
 
-def _config(c: Candidate) -> tuple:
-    """The plan's configuration class: tile, roles, pipelines, stages and how its warpgroups synchronize
+def _measure_class(c: Candidate) -> tuple:
+    """The plan's measurement class: tile, roles, pipelines, stages and how its warpgroups synchronize
     (turns taken, gemms kept in flight): everything but the order."""
     return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.pipelines,
             tuple(sorted((a.stask, a.stage) for a in c.plan.appends)), c.plan.handoffs,
@@ -87,34 +101,34 @@ def diverse_top(result: SearchResult, k: int) -> list[Candidate]:
 
     def take(c: Candidate) -> None:
         out.append(c)
-        taken.setdefault(_config(c), []).append(_tensor_positions(c))
+        taken.setdefault(_measure_class(c), []).append(_tensor_positions(c))
 
     cutoff = result.ranked[0].seconds * _WORTH_MEASURING
 
     def distance(c: Candidate) -> int:
         pos = _tensor_positions(c)
         return min((sum(abs(a - b) for ra, rb in zip(pos, p) for a, b in zip(ra, rb))
-                    for p in taken.get(_config(c), [])), default=0)
+                    for p in taken.get(_measure_class(c), [])), default=0)
 
     seen = set()
     for c in result.ranked:  # the best plan of each partition
         if len(out) < k and _partition(c) not in seen and c.seconds <= cutoff:
             seen.add(_partition(c))
             take(c)
-    best_class = [c for c in result.ranked if _config(c) == _config(out[0]) and c not in out]
+    best_class = [c for c in result.ranked if _measure_class(c) == _measure_class(out[0]) and c not in out]
     if best_class and len(out) < k:  # the winner's class with its tensor-core sTasks placed most differently
         far = max(best_class, key=lambda c: (distance(c), -c.seconds))
         if distance(far):
             take(far)
-    seen = {_config(c) for c in out}
+    seen = {_measure_class(c) for c in out}
     for c in result.ranked:  # the best of every other depth / stage class
-        if len(out) < k and _config(c) not in seen and c.seconds <= cutoff:
-            seen.add(_config(c))
+        if len(out) < k and _measure_class(c) not in seen and c.seconds <= cutoff:
+            seen.add(_measure_class(c))
             take(c)
     classes: dict[tuple, list[Candidate]] = {}
     for c in result.ranked:
         if c not in out:
-            classes.setdefault(_config(c), []).append(c)
+            classes.setdefault(_measure_class(c), []).append(c)
 
     while len(out) < k and any(classes.values()):
         for cfg, members in classes.items():
@@ -148,7 +162,7 @@ def _with_every_style(picks: list[Candidate], result: SearchResult, k: int) -> l
 
 def compile_jobs(name: str, problem: Mapping[str, Any], vdev: hw.VDevice, cands: Any) -> list[tuple]:
     """Picklable jobs that compile the given candidates of template ``name`` (see :func:`warm`)."""
-    return [(name, dict(problem), dict(c.plan.tile), c.plan.to_json(), vdev.name) for c in cands]
+    return [(name, dict(problem), dict(c.plan.tile), c.plan.to_json(), vdev) for c in cands]
 
 
 @dataclass(frozen=True)
@@ -160,45 +174,25 @@ class Searched:
     problem: Mapping[str, Any]
 
 
-def search_jobs(job: tuple) -> tuple[list[tuple], Searched]:
-    """Worker: search ``(name, params, vdev_name, top_k)``; return the compile jobs of the plans
-    :func:`tune_template` measures and the search itself, cut to those plans (small to send back)."""
-    from .compiler import schedule_template
-
-    name, params, vdev_name, top_k = job
-    vdev = hw.get(vdev_name)
-    result, problem, _ = schedule_template(name, vdev, params=params)
-    picks = diverse_top(result, top_k)
-    light = tuple(replace(c, estimate=replace(c.estimate, trace=())) for c in picks)
-    return compile_jobs(name, problem, vdev, picks), Searched(replace(result, ranked=light, best=light[0]),
-                                                            dict(problem))
-
-
 def _candidates(name: str, vdev: hw.VDevice, params: Mapping[str, Any] | None, top_k: int, space: SearchSpace,
                 seed: int, searched: Searched | None) -> tuple[SearchResult, dict, list[Candidate], Callable]:
     """(search result, problem, the plans to measure, candidate -> planned PrimFunc): searched here,
     or taken from ``searched``."""
-    from .compiler import planned_func, schedule_template
-
     if searched is None:
         result, problem, build = schedule_template(name, vdev, params=params, space=space, seed=seed)
         return result, problem, diverse_top(result, top_k), build
     problem = dict(searched.problem)
     return (searched.result, problem, list(searched.result.ranked[:top_k]),
-            lambda c: planned_func(name, problem, c))
+            lambda c: planned_func(name, problem, c, vdev))
 
 
 def compile_one(job: tuple) -> str:
     """Worker: rebuild one candidate from its JSON plan and compile it (fills TileLang's kernel cache)."""
-    name, problem, tile, plan_json, vdev_name = job
-    from . import templates
-    from .passes import apply_plan
-    from .plan import ExecutionPlan
-
+    name, problem, tile, plan_json, vdev = job
     template = templates.get(name)
     try:
-        func = apply_plan(template.build(**problem, **tile), ExecutionPlan.from_json(plan_json))
-        template.compile(func, hw.get(vdev_name).tvm_target())
+        func = apply_plan(template.build(**problem, **tile), ExecutionPlan.from_json(plan_json), vdev)
+        template.compile(func, vdev.tvm_target())
         return ""
     except Exception as e:  # reported by the in-process compile that follows
         return f"{type(e).__name__}: {e}"
@@ -225,11 +219,6 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     Candidates are timed in alternating rounds (``pt_tvm.measure.time_interleaved``), so drift
     during the run cannot favour one of them.
     """
-    import torch
-
-    from . import templates
-    from .measure import REL_TOL, input_sets, rel_err, time_interleaved
-
     vdev = hw.for_target(target)
     template = templates.get(name)
     result, problem, cands, build = _candidates(name, vdev, params, top_k, space, seed, searched)
@@ -242,8 +231,7 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
 
     sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=8)
     check = make(123_456)
-    ref = template.reference(*check, **problem)
-    ref = ref[0] if isinstance(ref, tuple) else ref
+    refs = as_outputs(template.reference(*check, **problem))
     tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
     checked: list[tuple[Candidate, float]] = []
     failed: list[Measured] = []
@@ -251,9 +239,8 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     for c in cands:
         try:
             kernel = template.compile(build(c), vdev.tvm_target())
-            out = kernel(*check)
-            out = out[0] if isinstance(out, (tuple, list)) else out
-            err = rel_err(out.reshape(ref.shape), ref)
+            err = max(o.rel_err for o in check_call(kernel_outputs(template, kernel), check, refs,
+                                                    inout=template.inout_idx))  # every output, NaN-prefilled
             if not err <= tol:
                 failed.append(Measured(c, None, err, f"wrong result: relative error {err:.3g}"))
                 continue
@@ -273,6 +260,66 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
                            + "\n".join(f"  {m.candidate.note}: {m.error}" for m in measured))
     best = min(valid, key=lambda m: m.ms)
     return TuneResult(best, kernels[id(best.candidate)], tuple(measured), result, problem)
+
+
+def measure_one(job: Mapping[str, Any]) -> dict:
+    """Worker (``pt-tvm worker``): build, check and time one plan on this GPU, with the protocol of
+    :func:`tune_template` (every output checked NaN-prefilled on fresh inputs, then queued calls timed).
+
+    ``job``: ``template``, ``problem``, ``plan`` (an ExecutionPlan dict), ``chip`` (a VDevice dict),
+    optionally ``warmup_ms``, ``rep_ms``, ``seed``. Returns ``ms``, ``p20_ms``, ``p80_ms``, ``calls``,
+    ``rel_err``, ``build_s`` and the worker's ``versions``; or ``error``, the plan's fault (it did not
+    build, launch, or compute the right result).
+    """
+    template = templates.get(job["template"])
+    problem = dict(job["problem"])
+    vdev = hw.VDevice.from_dict(job["chip"])
+    plan = ExecutionPlan.from_dict(job["plan"])
+    out: dict[str, Any] = {"versions": _worker_versions()}
+    t0 = time.perf_counter()
+    try:
+        kernel = template.compile(apply_plan(template.build(**problem, **plan.tile), plan, vdev), vdev.tvm_target())
+    except Exception as e:  # the plan's fault, reported as its result
+        return {**out, "error": f"build: {one_line(e)}"}
+    out["build_s"] = round(time.perf_counter() - t0, 3)
+    seed = int(job.get("seed", 0))
+
+    def make(s: int) -> tuple:
+        return template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed + s))
+
+    check = make(123_456)  # fresh inputs the timing never sees
+    try:
+        err = max(o.rel_err for o in check_call(kernel_outputs(template, kernel), check,
+                                                as_outputs(template.reference(*check, **problem)),
+                                                inout=template.inout_idx))
+    except Exception as e:
+        return {**out, "error": f"launch: {one_line(e)}"}
+    tol = REL_TOL.get(problem.get("dtype", "float16"), 1e-2)
+    out["rel_err"] = err if math.isfinite(err) else None
+    if not err <= tol:
+        return {**out, "error": f"wrong result: relative error {err:.3g} (tolerance {tol:g})"}
+    sets = input_sets(make, sum(t.numel() * t.element_size() for t in check), vdev.l2_bytes, max_sets=8)
+    [t] = time_interleaved({"plan": kernel}, sets, warmup_ms=float(job.get("warmup_ms", 50.0)),
+                           round_ms=float(job.get("rep_ms", 500.0)) / 5).values()
+    return {**out, "ms": t.ms, "p20_ms": t.p20, "p80_ms": t.p80, "calls": t.calls}
+
+
+@functools.lru_cache(maxsize=None)
+def _host_versions() -> dict:
+    """What a worker runs that does not change while it runs (asks no CUDA: servers call it before forking)."""
+    driver = ""
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30, check=True).stdout.split("\n")[0]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"pt_tvm": __version__, "tilelang": tilelang.__version__, "torch": torch.__version__,
+            "cuda": torch.version.cuda, "driver": driver.strip(), "python": platform.python_version(),
+            "host": socket.gethostname(), "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
+
+
+def _worker_versions() -> dict:
+    return {**_host_versions(), "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"}
 
 
 _OUTLIER = 4.0  # plans of one kernel agree to within ~1.1x in error; a race reads stale data (30x, chunk_scan)
@@ -299,23 +346,3 @@ def report(tr: TuneResult) -> str:
         mark = "*" if m is tr.best else " "
         lines.append(f" {mark} {pred:.3f} ms -> {got}  {m.candidate.note} tile={dict(m.candidate.plan.tile)}")
     return "\n".join(lines)
-
-
-
-def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
-    """(plan, graph, seconds) calibration samples from a benchmark run's measured pt-tvm candidates."""
-    from . import templates
-    from .passes import extract_stask_graph
-    from .plan import ExecutionPlan
-
-    vdev = hw.for_target(target)
-    out = []
-    for row in run["rows"]:
-        for c in row.get("candidates", ()):
-            if c.get("ms") is None or "plan" not in c:
-                continue
-            template = templates.get(row["kernel"])
-            problem, _ = template.resolve(**row["config"])
-            graph = extract_stask_graph(template.build(**problem, **c["tile"]), vdev)
-            out.append((ExecutionPlan.from_dict(c["plan"]), graph, c["ms"] * 1e-3))
-    return out

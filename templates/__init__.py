@@ -1,26 +1,24 @@
 """TileLang kernel templates, each with its PyTorch reference (see :class:`Template`)."""
 from __future__ import annotations
 
+from . import decode_attention, flash_attention, gemm, mamba2
 from .base import Template, TemplateError
 
 __all__ = ["Template", "TemplateError", "get", "names"]
 
-
-def _registry() -> dict[str, Template]:
-    from . import flash_attention, gemm, mamba2
-
-    return {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSUM, flash_attention.FLASH_ATTENTION,
-                                mamba2.CHUNK_STATE, mamba2.CHUNK_SCAN)}
+_REGISTRY: dict[str, Template] = {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSUM, flash_attention.FLASH_ATTENTION,
+                                                      mamba2.CHUNK_STATE, mamba2.CHUNK_SCAN,
+                                                      decode_attention.DECODE_ATTENTION)}
 
 
 def names() -> list[str]:
     """Registered template names."""
-    return sorted(_registry())
+    return sorted(_REGISTRY)
 
 
 def get(name: str) -> Template:
     """The template called ``name``; raises TemplateError naming the known ones."""
-    reg = _registry()
+    reg = _REGISTRY
     if name not in reg:
         raise TemplateError(f"unknown template {name!r} (known: {', '.join(sorted(reg))})")
     return reg[name]

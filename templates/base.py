@@ -8,13 +8,19 @@ Templates carry no schedule: the pipelined loop is a plain
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
+
+import tilelang
+
+from pt_tvm.errors import PtTvmError
+from pt_tvm.passes import check_emitted, pass_configs
 
 __all__ = ["Template", "TemplateError"]
 
 
-class TemplateError(ValueError):
+class TemplateError(PtTvmError, ValueError):
     """An unknown template, or a parameter a template does not take or accept."""
 
 
@@ -42,11 +48,17 @@ class Template:
         Useful floating-point operations of one call (for TFLOP/s).
     out_idx : tuple[int, ...]
         Indices of the PrimFunc parameters that are outputs (``tilelang.compile(out_idx=...)``).
+    inout_idx : tuple[int, ...]
+        Indices of inputs the kernel updates in place (accumulators that must be zero on entry);
+        the reference returns the ``out_idx`` outputs first, then these, in this order.
     check : Callable
         ``check(problem, tile)`` raises TemplateError when the combination is invalid.
     pass_configs : Mapping[str, Any]
         TileLang pass configuration the kernel is meant to be compiled with (e.g. fast math
         for exp2-heavy kernels); pt-tvm and its baselines compile with the same configs.
+    extra_seconds : Callable or None
+        ``extra_seconds(problem, tile, vdev)``: predicted time of the template's other kernels
+        at that tile (a split-KV decode's combine), which the search adds to each plan of the tile.
     """
 
     name: str
@@ -58,9 +70,11 @@ class Template:
     make_inputs: Callable[..., tuple]
     flops: Callable[[Mapping[str, Any]], float]
     out_idx: tuple[int, ...]
+    inout_idx: tuple[int, ...] = ()
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], None] = field(default=lambda p, t: None)
     doc: str = ""
     pass_configs: Mapping[str, Any] = field(default_factory=dict)
+    extra_seconds: Callable[[Mapping[str, Any], Mapping[str, Any], Any], float] | None = None
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
         """Split ``overrides`` into (problem, tile) dicts over the defaults; unknown keys raise."""
@@ -81,14 +95,30 @@ class Template:
         problem, tile = self.resolve(**overrides)
         return self.builder(**problem, **tile, num_stages=num_stages)
 
+    def tile_candidates(self, problem: Mapping[str, Any], features: frozenset = frozenset()) -> list[dict]:
+        """The tile space (the inter-EU level of the search) at ``problem``, minus combinations the template
+        rejects; warp-specialized plans set their warps themselves, so with ``warp_specialization`` among a
+        chip's ``features`` one ``threads`` value per tile suffices."""
+        space = dict(self.tile_space)
+        ws = "warp_specialization" in features and "threads" in space
+        out, seen = [], set()
+        for values in itertools.product(*space.values()):
+            tile = dict(zip(space, values))
+            key = tuple((k, v) for k, v in tile.items() if not (ws and k == "threads"))
+            if key in seen:
+                continue
+            try:
+                self.resolve(**problem, **tile)
+            except TemplateError:
+                continue
+            seen.add(key)
+            out.append(tile)
+        return out
+
     def compile(self, func: Any, target: Any) -> Any:
         """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs
         (plus those its plan recorded, see :func:`pt_tvm.passes.pass_configs`), its emitted CUDA checked
         (:func:`pt_tvm.passes.check_emitted`)."""
-        import tilelang
-
-        from pt_tvm.passes import check_emitted, pass_configs
-
         kernel = tilelang.compile(func, out_idx=list(self.out_idx), target=target,
                                   pass_configs=pass_configs(func, self.pass_configs))
         check_emitted(func, kernel.get_kernel_source())

@@ -3,7 +3,9 @@
 Both kernels share one main loop (:func:`_gemm_mainloop`): a tile of ``A`` and
 one of ``B`` are copied to shared memory and multiplied into an fp32 fragment
 inside a plain ``T.Pipelined`` loop over ``K``; they differ only in what they
-do with the accumulator afterwards.
+do with the accumulator afterwards. With ``trans_B`` the kernels read ``B`` as
+``[N, K]`` (PyTorch's ``linear`` weight) and multiply by its transpose: the tile
+is copied as it lies and ``T.gemm(transpose_B=True)`` reads it K-major.
 """
 # No ``from __future__ import annotations``: T.prim_func evaluates the
 # parameter annotations against the builder's locals (shapes, dtype).
@@ -20,31 +22,41 @@ _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
 
 
-def _gemm_mainloop(K: int, dtype: str, block_M: int, block_N: int, block_K: int, num_stages: int):
-    """The shared tile program ``C_l = A[block row by] @ B[block column bx]``, a macro both kernels inline."""
+def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
+    """``B``'s shape: ``[K, N]``, or ``[N, K]`` when it is multiplied transposed."""
+    return (N, K) if trans_B else (K, N)
+
+
+def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int):
+    """The shared tile program ``C_l = A[block row by] @ op(B)[block column bx]``, a macro both kernels inline."""
 
     @T.macro
     def mainloop(A, B, C_l, bx, by):
         A_s = T.alloc_shared((block_M, block_K), dtype)
-        B_s = T.alloc_shared((block_K, block_N), dtype)
+        B_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
         T.clear(C_l)
         for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
             T.copy(A[by * block_M, k * block_K], A_s)
-            T.copy(B[k * block_K, bx * block_N], B_s)
-            T.gemm(A_s, B_s, C_l)
+            if trans_B:
+                T.copy(B[bx * block_N, k * block_K], B_s)
+            else:
+                T.copy(B[k * block_K, bx * block_N], B_s)
+            T.gemm(A_s, B_s, C_l, transpose_B=trans_B)
 
     return mainloop
 
 
 def build_gemm(
-    M: int, N: int, K: int, dtype: str,
+    M: int, N: int, K: int, dtype: str, trans_B: bool,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
 ):
-    """``C = A @ B`` with fp32 accumulation; ``C`` is stored in the input dtype through shared memory."""
-    mainloop = _gemm_mainloop(K, dtype, block_M, block_N, block_K, num_stages)
+    """``C = A @ B`` (``A @ B^T`` with ``trans_B``) with fp32 accumulation; ``C`` is stored in the input
+    dtype through shared memory."""
+    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages)
+    b_shape = _b_shape(N, K, trans_B)
 
     @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
@@ -56,7 +68,7 @@ def build_gemm(
 
 
 def build_gemm_rowsum(
-    M: int, N: int, K: int, dtype: str,
+    M: int, N: int, K: int, dtype: str, trans_B: bool,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
 ):
     """``C = A @ B`` and ``S += rowsum(C)`` (fp32), fused after the main loop.
@@ -67,11 +79,12 @@ def build_gemm_rowsum(
     parameter that must be zero on entry (TileLang allocates ``out_idx``
     outputs with ``torch.empty``), and only ``C`` is in ``out_idx``.
     """
-    mainloop = _gemm_mainloop(K, dtype, block_M, block_N, block_K, num_stages)
+    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages)
+    b_shape = _b_shape(N, K, trans_B)
 
     @T.prim_func
     def gemm_rowsum(
-        A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+        A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype),
         S: T.Tensor((M,), _ACCUM), C: T.Tensor((M, N), dtype),
     ):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
@@ -93,6 +106,8 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """Reject dtypes the kernels do not take and tiles that do not divide the problem."""
     if problem["dtype"] not in _DTYPES:
         raise TemplateError(f"gemm: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
+    if not isinstance(problem["trans_B"], bool):
+        raise TemplateError(f"gemm: parameter 'trans_B' must be a bool, got {problem['trans_B']!r}")
     params = {**problem, **tile}
     for key in ("M", "N", "K", "block_M", "block_N", "block_K", "threads"):
         if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] <= 0:
@@ -111,9 +126,10 @@ def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Gen
 
 
 def _make_gemm_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
-    """Random ``A[M, K]`` and ``B[K, N]`` in the problem dtype."""
+    """Random ``A[M, K]`` and ``B[K, N]`` (``[N, K]`` with ``trans_B``) in the problem dtype."""
     M, N, K, dtype = problem["M"], problem["N"], problem["K"], problem["dtype"]
-    return _randn((M, K), dtype, device, generator), _randn((K, N), dtype, device, generator)
+    b_shape = _b_shape(N, K, problem["trans_B"])
+    return _randn((M, K), dtype, device, generator), _randn(b_shape, dtype, device, generator)
 
 
 def _make_rowsum_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -122,14 +138,14 @@ def _make_rowsum_inputs(problem: Mapping[str, Any], device: Any, generator: torc
 
 
 def _gemm_reference(A: torch.Tensor, B: torch.Tensor, **problem: Any) -> torch.Tensor:
-    """``A @ B`` in float32."""
-    return A.float() @ B.float()
+    """``A @ B`` (``A @ B^T`` with ``trans_B``) in float32."""
+    return A.float() @ (B.float().T if problem.get("trans_B") else B.float())
 
 
 def _rowsum_reference(A: torch.Tensor, B: torch.Tensor, S: torch.Tensor, **problem: Any) -> tuple:
     """``(C, S)`` in float32 for a zero ``S`` on entry; ``S``'s current value is ignored so the
     reference stays right when computed after the kernel has added into it."""
-    C = _gemm_reference(A, B)
+    C = _gemm_reference(A, B, **problem)
     return C, C.sum(dim=1)
 
 
@@ -143,7 +159,7 @@ def _rowsum_flops(problem: Mapping[str, Any]) -> float:
     return _gemm_flops(problem) + problem["M"] * problem["N"]
 
 
-_PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}
+_PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16", "trans_B": False}
 _TILE = {"block_M": 128, "block_N": 128, "block_K": 64, "threads": 128}
 _TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 256), "block_K": (32, 64), "threads": (128, 256)}
 
@@ -158,7 +174,7 @@ GEMM = Template(
     flops=_gemm_flops,
     out_idx=(2,),
     check=_check,
-    doc="C[M,N] = A[M,K] @ B[K,N] (fp16/bf16 in and out, fp32 accumulation).",
+    doc="C[M,N] = A[M,K] @ B[K,N], or A @ B[N,K]^T with trans_B (fp16/bf16 in and out, fp32 accumulation).",
 )
 
 GEMM_ROWSUM = Template(
@@ -171,6 +187,7 @@ GEMM_ROWSUM = Template(
     make_inputs=_make_rowsum_inputs,
     flops=_rowsum_flops,
     out_idx=(3,),
+    inout_idx=(2,),
     check=_check,
     doc="C = A @ B and S[M] += rowsum(C) in fp32 (S is in/out, zero on entry; call kernel(A, B, S) -> C).",
 )

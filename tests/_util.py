@@ -9,6 +9,14 @@ def _build(template: str, params: tuple):
     return get(template).build(**dict(params))
 
 
+def nvcc_flags() -> tuple[str, ...]:
+    """nvcc's flags for an sm_90a kernel TileLang emitted, as TileLang compiles it (ptxas reports spills)."""
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+
+    return ("--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20", "-I" + TILELANG_TEMPLATE_PATH,
+            "-I" + CUTLASS_INCLUDE_DIR, "-lineinfo", "--ptxas-options=-v", "--use_fast_math")
+
+
 def built(template: str, **params):
     """A template's PrimFunc, built once per parameter set for the whole test session."""
     return _build(template, tuple(sorted(params.items())))

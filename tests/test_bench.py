@@ -32,9 +32,10 @@ def _check_dry_run(run: dict) -> None:
     for row in run["rows"]:
         assert ROW_FIELDS <= set(row), row
         assert row["dry_run"] is True and row["ms"] is None and row["tflops"] is None and row["rel_err"] is None
-        if row["system"] in ("pt-tvm", "pt-tvm-model", "tilelang-auto"):
+        if row["system"].startswith(("pt-tvm", "tilelang-")):  # lowered on the CPU, TileLang's own schedules too
             assert row["valid"] is True, row.get("error")
             assert row["source_chars"] > 0 and row["lower_s"] >= 0
+            assert row["grid"] > 0 and row["waves"] == round(row["grid"] / 132, 3)  # h100: 132 SMs
         else:
             assert row["valid"] is None and row["skipped"]
         if row["system"].startswith("pt-tvm"):
@@ -74,13 +75,15 @@ def test_dry_run_attention_subset(tmp_path):
     assert len(configs) == 2
 
 
-def test_run_without_gpu_needs_dry_run(tmp_path):
+def test_run_without_gpu_needs_dry_run(tmp_path, capsys):
+    """A usage error: one line and exit status 2 (issue 18; it was a SystemExit with status 1)."""
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    with pytest.raises(SystemExit, match="--dry-run"):
-        bench_cli.main(["run", "--suite", "smoke", "--out", str(tmp_path / "x.json")])
+    assert bench_cli.main(["run", "--suite", "smoke", "--out", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--dry-run" in err and len(err.strip().splitlines()) == 1
 
 
 # --- suites -----------------------------------------------------------------------------------------------------
@@ -294,24 +297,23 @@ def test_compare_dry_runs_checks_validity(smoke_dry, tmp_path):
     assert bench_cli.main(["compare", _write(tmp_path / "broken.json", run), str(smoke_dry)]) == 1
 
 
-def test_pt_tvm_bench_runs_then_compares(smoke_dry, tmp_path, monkeypatch, capsys):
-    """``pt-tvm bench --compare`` delegates to the benchmarks package; the run itself is stubbed here."""
+def test_bench_runs_then_compares(smoke_dry, tmp_path, monkeypatch, capsys):
+    """``python -m benchmarks bench --compare``: the run (stubbed here), then the comparison."""
     from benchmarks import dryrun
-
-    from pt_tvm.cli import main as pt_tvm_main
 
     rows = _load(smoke_dry)["rows"]
     monkeypatch.setattr(dryrun, "dry_run_configs", lambda configs, vdev, **kw: copy.deepcopy(rows))
     out = tmp_path / "bench.json"
     args = ["bench", "--suite", "smoke", "--dry-run", "--target", "h100", "--out", str(out)]
-    assert pt_tvm_main(args + ["--compare", str(smoke_dry)]) == 0
-    assert _load(out)["header"]["command"].startswith("pt-tvm bench")
+    assert bench_cli.main(args + ["--compare", str(smoke_dry)]) == 0
+    assert _load(out)["header"]["command"].startswith("python -m benchmarks bench")
     rows[0].update(valid=False, error="RuntimeError: search found no plan")
-    assert pt_tvm_main(args + ["--compare", str(smoke_dry)]) == 1
+    assert bench_cli.main(args + ["--compare", str(smoke_dry)]) == 1
     out = capsys.readouterr().out
     assert "REGRESSION flash_attention [fp16 d128 s4096 b8 h16] pt-tvm: became invalid" in out
-    with pytest.raises(SystemExit):
-        pt_tvm_main(args + ["--compare", str(tmp_path / "missing.json")])
+    # a missing baseline is an input error, found before the suite runs: one line, exit status 2 (issue 18)
+    assert bench_cli.main(args + ["--compare", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: no such file" in capsys.readouterr().err
 
 
 # --- search time ----------------------------------------------------------------------------------------------------
@@ -430,14 +432,15 @@ def test_precompile_jobs_are_the_plans_tuning_measures():
     and hands the search over small enough to send between processes."""
     import pickle
 
+    from benchmarks.precompile import search_jobs
     from pt_tvm import hw
     from pt_tvm.compiler import schedule_template
-    from pt_tvm.tune import _candidates, compile_jobs, diverse_top, search_jobs
     from pt_tvm.search import SearchSpace
+    from pt_tvm.tune import _candidates, compile_jobs, diverse_top
 
     vdev = hw.get("h100")
     params = {"M": 2048, "N": 2048, "K": 2048}
-    jobs, searched = search_jobs(("gemm", params, "h100", 3))
+    jobs, searched = search_jobs(("gemm", params, vdev, 3))
     result, problem, build = schedule_template("gemm", vdev, params=params)
     picks = diverse_top(result, 3)
     assert jobs == compile_jobs("gemm", problem, vdev, picks)
@@ -489,3 +492,400 @@ def test_precompiler_hands_over_searches_config_by_config():
         assert pre.ready(2, timeout=300) is None
         assert all(e.is_set() for e in pre._done) and pre._jit_done.is_set()
     assert time.monotonic() - t0 < 300
+
+# --- every output checked, in NaN-prefilled memory (issue 12) -------------------------------------------------
+
+
+def _inputs(name: str, **params) -> tuple:
+    """(template, problem, fresh CPU inputs, the float32 reference outputs)."""
+    import torch
+
+    from pt_tvm.measure import as_outputs
+    from pt_tvm.templates import get
+
+    t = get(name)
+    problem, _ = t.resolve(**params)
+    inputs = t.make_inputs(problem, "cpu", torch.Generator().manual_seed(0))
+    return t, problem, inputs, as_outputs(t.reference(*inputs, **problem))
+
+
+def test_a_wrong_second_output_is_caught():
+    """Planted fault: gemm_rowsum with C right and the row sums S 1% off. Both the TileLang form (C returned,
+    S added in place) and a peer's (both returned) are compared on every output."""
+    from benchmarks.suite import verdict
+    from pt_tvm.measure import REL_TOL, check_call, kernel_outputs
+
+    t, _, inputs, refs = _inputs("gemm_rowsum", M=256, N=256, K=128)
+    tol = REL_TOL["float16"]
+
+    def kernel(a, b, s):
+        c = a @ b
+        s += 1.01 * c.float().sum(1)
+        return c
+
+    checks = check_call(kernel_outputs(t, kernel), inputs, refs, inout=t.inout_idx)
+    fields = verdict(checks, tol)
+    assert checks[0].rel_err < tol and checks[1].rel_err > tol and checks[1].prefill == "zero"
+    assert fields["valid"] is False and fields["error"].startswith("output 1 of 2: relative error 0.01")
+    assert not inputs[2].any(), "the checked call adds into a copy: every system starts from a zero S"
+
+    def never_writes_s(a, b, s):
+        return a @ b
+
+    unwritten = check_call(kernel_outputs(t, never_writes_s), inputs, refs, inout=t.inout_idx)
+    assert verdict(unwritten, tol)["valid"] is False
+
+    def peer(a, b, s):
+        c = a @ b
+        return c, c.sum(dim=1, dtype=torch.float32)
+
+    import torch
+
+    assert verdict(check_call(peer, inputs, refs, inout=t.inout_idx), tol)["valid"] is True
+    with pytest.raises(ValueError, match="returned 1 output"):
+        check_call(lambda a, b, s: a @ b, inputs, refs)
+
+
+class _Arena:
+    """The CPU stand-in for CUDA's caching allocator in this test: a fake kernel takes its output from it,
+    as a real one takes it from the allocator that :func:`pt_tvm.measure.nan_prefill` fills."""
+
+    def __init__(self, nbytes: int) -> None:
+        import torch
+
+        self.buf = torch.zeros(nbytes, dtype=torch.uint8)
+
+    def empty(self, shape, dtype):
+        import torch
+
+        n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        return self.buf[:n].view(dtype).view(shape)
+
+    def prefill(self, byte: int):
+        from pt_tvm.measure import NanMemory
+
+        def fill(device, reserve):
+            self.buf.fill_(byte)
+            start = self.buf.data_ptr()
+            return NanMemory(((start, start + self.buf.numel()),)) if byte == 0xFF else NanMemory()
+
+        return fill
+
+
+def test_an_unwritten_output_element_is_caught_by_the_nan_prefill():
+    """Planted fault: a kernel that never writes the last element of C. One element of 1024x1024 is under
+    fp16's tolerance on its own (relative error ~1e-3 with zero there); in NaN-prefilled memory it fails."""
+    from benchmarks.suite import verdict
+    from pt_tvm.measure import REL_TOL, check_call
+
+    t, _, inputs, refs = _inputs("gemm", M=1024, N=1024, K=64)
+    arena = _Arena(refs[0].numel() * 2)
+
+    def skips_one(a, b):
+        out = arena.empty(tuple(refs[0].shape), a.dtype)
+        out.view(-1)[:-1] = (a @ b).view(-1)[:-1]
+        return out
+
+    poisoned = check_call(skips_one, inputs, refs, prefill=arena.prefill(0xFF))
+    fields = verdict(poisoned, REL_TOL["float16"])
+    assert poisoned[0].prefill == "nan" and fields["valid"] is False
+    assert "non-finite values (an element left unwritten reads NaN)" in fields["error"]
+    zeroed = check_call(skips_one, inputs, refs, prefill=arena.prefill(0x00))
+    assert zeroed[0].prefill == "unverified" and verdict(zeroed, REL_TOL["float16"])["valid"] is True
+
+
+def test_nan_prefill_fills_nothing_off_cuda():
+    from pt_tvm.measure import nan_prefill
+
+    import torch
+
+    assert nan_prefill("cpu").ranges == () and not nan_prefill("cpu").covers(torch.zeros(4))
+
+
+@pytest.mark.parametrize("name, params", [
+    ("gemm_rowsum", dict(M=256, N=256, K=128)),
+    ("flash_attention", dict(batch=1, heads=4, kv_heads=2, seq_len=256, dim=64, causal=True)),
+    ("chunk_state", dict(seqlen=512, heads=8)),
+    ("chunk_scan", dict(seqlen=512, heads=8)),
+])
+def test_torch_compile_peer_is_plain_pytorch_in_the_input_dtype(name, params):
+    """What torch-compile compiles: the module a user writes, in fp16 (not the float32 reference), within the
+    tolerance on every output; outputs keep the template's dtypes (chunk_state's states are float32)."""
+    from benchmarks.systems import _eager
+    from pt_tvm.measure import REL_TOL, as_outputs, check_call
+
+    t, problem, inputs, refs = _inputs(name, **params)
+    eager = _eager(t, problem)
+    assert eager is not t.reference
+    checks = check_call(eager, inputs, refs, inout=t.inout_idx)
+    assert all(c.rel_err < REL_TOL["float16"] for c in checks), [c.rel_err for c in checks]
+    outs = as_outputs(eager(*inputs))
+    expected = {"gemm_rowsum": ["float16", "float32"], "chunk_state": ["float32"]}.get(name, ["float16"])
+    assert [str(o.dtype).removeprefix("torch.") for o in outs] == expected
+
+
+def test_tilelang_peers_take_tilelang_s_own_knobs():
+    """tilelang-autotune tries the template's tiles that fit the problem at every depth; tilelang-ws turns on
+    TileLang's role-based warp specialization through its PassConfigKey, the template's fast math kept."""
+    from tilelang.transform import PassConfigKey
+
+    from benchmarks.systems import AUTOTUNE_NUM_STAGES, autotune_configs, grid_blocks, role_based_ws_configs
+    from pt_tvm.templates import get
+
+    gemm = get("gemm")
+    problem = dict(gemm.problem, dtype="float16")  # a whole problem, as the suite resolves it
+    assert len(autotune_configs(gemm, {**problem, "M": 4096, "N": 4096, "K": 4096})) == 36 * len(AUTOTUNE_NUM_STAGES)
+    small = autotune_configs(gemm, {**problem, "M": 192, "N": 192, "K": 192}, stages=(2,))
+    assert {(c["block_M"], c["block_N"]) for c in small} == {(64, 64)} and len(small) == 4
+    ws = role_based_ws_configs(get("flash_attention"))
+    assert ws == {"tl.enable_fast_math": True, PassConfigKey.TL_ENABLE_AUTO_WARP_SPECIALIZATION.value: "role_based"}
+    assert grid_blocks(gemm.build()) == (4096 // 128) ** 2
+
+
+# --- timing two ways, GPU-filling means (issue 12) ---------------------------------------------------------------
+
+
+def test_timing_fields_take_the_cuda_graph_as_headline():
+    from benchmarks.suite import timing_fields
+    from benchmarks.timing import TwoWays
+    from pt_tvm.measure import Timing
+
+    queued, graph = Timing(0.150, 0.14, 0.16, 600), Timing(0.100, 0.099, 0.101, 600)
+    both = timing_fields(TwoWays(queued, graph), flops=1e9)
+    assert both["ms"] == 0.100 and both["timing"] == "cuda-graph" and math.isclose(both["tflops"], 10.0)
+    assert both["queued"]["ms"] == 0.150 and both["graph"]["ms"] == 0.100 and "graph_error" not in both
+    fallback = timing_fields(TwoWays(queued, None, "RuntimeError: operation not permitted when stream is capturing"),
+                             flops=1e9)
+    assert fallback["ms"] == 0.150 and fallback["timing"] == "queued" and fallback["graph"] is None
+    assert "capturing" in fallback["graph_error"]
+
+
+def _two_way_run() -> dict:
+    """The synthetic run timed two ways: gemm 8192^3 fills the GPU; a small gemm (half a wave) does not."""
+    run = _synthetic_run()
+    for r in run["rows"]:
+        if r["ms"] is not None:
+            r.update(timing="cuda-graph", queued={"ms": r["ms"], "p20_ms": r["ms"], "p80_ms": r["ms"], "calls": 10},
+                     graph={"ms": r["ms"], "p20_ms": r["ms"], "p80_ms": r["ms"], "calls": 10})
+    small = dict(M=1024, N=1024, K=1024, dtype="float16")
+    flops = 2.0 * 1024**3
+    for system, tf, waves in (("pt-tvm", 200.0, 0.5), ("cublas", 100.0, None)):
+        ms = flops / (tf * 1e12) * 1e3
+        run["rows"].append({"suite": "synthetic", "kernel": "gemm", "config": small, "system": system, "ms": ms,
+                            "tflops": tf, "rel_err": 1e-4, "valid": True, "timing": "cuda-graph", "waves": waves,
+                            "queued": {"ms": ms * 1.5}, "graph": {"ms": ms}})
+    fa = next(r for r in run["rows"] if r["system"] == "cudnn-sdpa" and r["config"]["seq_len"] == 1024)
+    fa.update(timing="queued", graph=None, graph_error="RuntimeError: capture failed")
+    return run
+
+
+def test_report_shows_full_gpu_means_and_where_timings_differ(tmp_path):
+    run_path = _write(tmp_path / "run.json", _two_way_run())
+    assert bench_cli.main(["report", run_path, "--out-dir", str(tmp_path / "rep")]) == 0
+    table = (tmp_path / "rep" / "table.md").read_text()
+    # gemm vs cublas: 600/640 on 8192^3 (fills the GPU), 200/100 on 1024^3 (half a wave, 10.7 us: does not)
+    assert f"**{geomean([600 / 640, 2.0]):.2f}x** (n=2); fills GPU {600 / 640:.2f}x (n=1)" in table
+    assert "pt-tvm fastest on 1); where every system fills the GPU 0.94x over 1" in table
+    assert "| gemm | fp16 1024x1024x1024 | cublas | 32.2 | 21.5 | 1.50 |" in table  # queued 1.5x the graph
+    assert "| gemm | fp16 1024x1024x1024 | pt-tvm |" in table
+    assert "Not captured" in table and "RuntimeError: capture failed" in table
+    assert "| 450q |" in table  # cuDNN's headline fell back to its queued timing
+
+
+def test_fills_gpu_needs_every_system_past_one_wave_and_50us():
+    from benchmarks.report import fills_gpu
+
+    row = {"valid": True, "tflops": 100.0, "ms": 0.2, "waves": 4.0}
+    assert fills_gpu({"a": row, "b": {**row, "waves": None}})
+    assert not fills_gpu({"a": row, "b": {**row, "waves": 0.9}})
+    assert not fills_gpu({"a": row, "b": {**row, "ms": 0.04}})
+    assert fills_gpu({"a": row, "b": {**row, "valid": False, "ms": 0.01}})  # invalid rows do not count
+
+
+# --- bad input: one line, exit status 2, before any work (issue 18) ----------------------------------------------
+
+
+def _bad_baselines() -> dict:
+    def edit(fn):
+        run = _synthetic_run()
+        fn(run)
+        return run
+
+    return {
+        "garbage ms": (edit(lambda r: r["rows"][0].update(ms="abc")), "'ms' must be a positive finite number"),
+        "negative ms": (edit(lambda r: r["rows"][0].update(ms=-1.0)), "'ms' must be a positive finite number"),
+        "NaN ms": (edit(lambda r: r["rows"][0].update(ms=float("nan"))), "got nan"),
+        "infinite ms": (edit(lambda r: r["rows"][0].update(ms=float("inf"))), "got inf"),
+        "no system": (edit(lambda r: r["rows"][1].pop("system")), "row 1: field 'system' is missing"),
+        "no kernel": (edit(lambda r: r["rows"][2].pop("kernel")), "row 2: field 'kernel' is missing"),
+        "no config": (edit(lambda r: r["rows"][0].pop("config")), "row 0: field 'config' is missing"),
+        "empty rows": (edit(lambda r: r.update(rows=[])), "the run has no rows"),
+        "not a run": ([1, 2, 3], "not a benchmark run"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_baselines()))
+def test_compare_refuses_a_bad_baseline_in_one_line(case, tmp_path, capsys):
+    bad, message = _bad_baselines()[case]
+    run = _write(tmp_path / "run.json", _synthetic_run())
+    base = _write(tmp_path / "base.json", bad)
+    assert bench_cli.main(["compare", run, base]) == 2
+    out = capsys.readouterr()
+    assert message in out.err and len(out.err.strip().splitlines()) == 1 and "OK" not in out.out
+
+
+def test_missing_truncated_and_unwritable_files_are_input_errors(tmp_path, capsys, monkeypatch):
+    from benchmarks import dryrun
+
+    run = _write(tmp_path / "run.json", _synthetic_run())
+    text = (tmp_path / "run.json").read_text()
+    (tmp_path / "cut.json").write_text(text[:len(text) // 2])
+    for args, message in ((["compare", run, str(tmp_path / "nope.json")], "nope.json: no such file"),
+                          (["compare", run, str(tmp_path / "cut.json")], "not valid JSON"),
+                          (["compare", str(tmp_path / "cut.json"), run], "truncated or corrupt")):
+        assert bench_cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(SystemExit) as e:  # argparse: a usage error
+        bench_cli.main(["compare", run, run, "--threshold", "nan"])
+    assert e.value.code == 2
+    # the baseline and the output path are checked before the suite runs
+    monkeypatch.setattr(dryrun, "dry_run_configs", lambda *a, **k: pytest.fail("the suite ran"))
+    dry = ["--suite", "smoke", "--dry-run", "--target", "h100"]
+    bench = ["bench", *dry, "--out", str(tmp_path / "o.json"), "--compare", str(tmp_path / "cut.json")]
+    assert bench_cli.main(bench) == 2
+    assert "cut.json: not valid JSON" in capsys.readouterr().err
+    assert bench_cli.main(["run", *dry, "--out", "/proc/pt-tvm/x.json"]) == 2
+    assert "cannot write --out /proc/pt-tvm/x.json" in capsys.readouterr().err
+    assert bench_cli.main(["run", *dry, "--out", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert bench_cli.main(["run", *dry, "--target", "nochip", "--out", str(tmp_path / "o.json")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_report_of_a_bad_file_writes_nothing(tmp_path, capsys):
+    (tmp_path / "cut.json").write_text('{"header": {}, "rows": [{"kernel": "gemm", ')
+    for bad in (str(tmp_path / "cut.json"), _write(tmp_path / "empty.json", {"header": {}, "rows": []}),
+                str(tmp_path / "missing.json")):
+        out_dir = tmp_path / "rep"
+        assert bench_cli.main(["report", bad, "--out-dir", str(out_dir)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert not out_dir.exists()
+    good = _write(tmp_path / "run.json", _synthetic_run())
+    assert bench_cli.main(["report", good, "--out-dir", "/proc/pt-tvm-report"]) == 2
+    assert "cannot write --out-dir" in capsys.readouterr().err
+
+
+# --- README.md's results are generated, never typed (issue 12) ---------------------------------------------------
+
+
+def test_readme_results_are_current():
+    """README.md's section between the results markers and benchmarks/results/README.md are what
+    `python -m benchmarks readme` makes of the runs benchmarks/results/index.json names."""
+    assert bench_cli.main(["readme", "--check"]) == 0, "run `python -m benchmarks readme`"
+
+
+def test_a_stale_readme_table_is_caught(tmp_path, capsys):
+    """Planted fault: the run behind the README changes (or the table is edited by hand) and the README is
+    not regenerated."""
+    results = tmp_path / "results"
+    (results / "r1").mkdir(parents=True)
+    _write(results / "r1" / "run.json", _synthetic_run())
+    (results / "r1" / "table.md").write_text("report")
+    (results / "index.json").write_text(json.dumps(
+        {"current": [{"gpu": "H100", "suite": "synthetic", "run": "r1/run.json", "report": "r1/table.md"}]}))
+    readme = tmp_path / "README.md"
+    readme.write_text("# guide\n\n## Results\n\n<!-- results:begin -->\n<!-- results:end -->\n\n## Layout\n")
+    args = ["readme", "--index", str(results / "index.json"), "--readme", str(readme)]
+    assert bench_cli.main(args + ["--check"]) == 1  # never generated
+    assert bench_cli.main(args) == 0
+    text = readme.read_text()
+    assert text.startswith("# guide\n") and text.endswith("<!-- results:end -->\n\n## Layout\n")
+    assert f"{600 / 640:.2f}x (1) / {600 / 640:.2f}x (1)" in text  # gemm vs cublas, all / fills GPU
+    assert (results / "README.md").read_text().count("r1/run.json") == 2
+    capsys.readouterr()
+    assert bench_cli.main(args + ["--check"]) == 0
+    _write(results / "r1" / "run.json", _slow(_synthetic_run(), "gemm", "pt-tvm", 1.25))  # re-measured
+    assert bench_cli.main(args + ["--check"]) == 1
+    assert f"stale: {readme}" in capsys.readouterr().out
+    bench_cli.main(args)
+    readme.write_text(readme.read_text().replace(f"{600 / 1.25 / 640:.2f}x", "1.04x"))  # typed over
+    assert bench_cli.main(args + ["--check"]) == 1
+    readme.write_text("# guide without markers\n")
+    assert bench_cli.main(args) == 2
+    assert "needs exactly one" in capsys.readouterr().err
+
+
+def test_compare_times_like_with_like(tmp_path, capsys):
+    """A baseline made before CUDA-graph timing is compared with the run's queued calls, not its headline."""
+    old = _synthetic_run()
+    new = _two_way_run()
+    for r in new["rows"]:
+        if r.get("graph"):
+            r["graph"] = {**r["graph"], "ms": r["ms"] / 2}  # graph replays twice as fast: no regression, no gain
+            r["ms"] = r["graph"]["ms"]
+    base, run = _write(tmp_path / "old.json", old), _write(tmp_path / "new.json", new)
+    assert bench_cli.main(["compare", run, base, "--all-systems"]) == 0
+    out = capsys.readouterr().out
+    assert "compared on calls queued back to back" in out and "improved" not in out
+
+
+def test_benchmarks_readme_states_the_current_tolerances():
+    from pt_tvm.measure import REL_TOL
+
+    text = open(os.path.join(os.path.dirname(__file__), "..", "benchmarks", "README.md")).read()
+    def sci(x: float) -> str:  # 2e-3, as the README writes it
+        return f"{x:.0e}".replace("e-0", "e-")
+
+    assert f"fp16 {sci(REL_TOL['float16'])}, bf16 {sci(REL_TOL['bfloat16'])}" in text
+
+
+def test_nan_prefill_takes_only_blocks_a_call_on_this_stream_could_get():
+    from pt_tvm.measure import _free_blocks
+
+    def seg(device=0, stream=7, kind="large", pool=(0, 0), blocks=()):
+        return {"device": device, "stream": stream, "segment_type": kind, "segment_pool_id": pool,
+                "blocks": [{"size": n, "state": st} for n, st in blocks]}
+
+    snapshot = [seg(blocks=[(4 << 20, "active_allocated"), (6 << 20, "inactive")]),
+                seg(kind="small", blocks=[(512, "active_allocated"), (1536 << 10, "inactive")]),
+                seg(device=1, blocks=[(2 << 20, "inactive")]), seg(stream=9, blocks=[(2 << 20, "inactive")]),
+                seg(pool=(1, 3), blocks=[(2 << 20, "inactive")])]  # another device, stream, a CUDA graph's pool
+    assert _free_blocks(snapshot, 0, 7) == [(6 << 20, False), (1536 << 10, True)]
+
+
+def test_two_way_timing_interleaves_both_ways_and_falls_back_visibly(monkeypatch):
+    """Every system queued and replayed from its graph, all in the same rounds; a system whose capture fails
+    keeps its queued timing and the reason (CPU stand-ins for CUDA events and graphs)."""
+    import torch
+
+    from benchmarks import timing
+    from pt_tvm import measure
+
+    order = []
+
+    class Fake:
+        def __init__(self, name, ms, per_sample=1):
+            self.name, self.ms, self.calls_per_sample = name, ms, per_sample
+
+        def __call__(self, samples, offset=0):
+            order.append(self.name)
+            return [self.ms] * samples
+
+    def capture(fn, sets):
+        if fn == "flaky":
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return Fake(f"{fn}/graph", 0.5, per_sample=len(sets))
+
+    monkeypatch.setattr(timing, "capture", capture)
+    monkeypatch.setattr(timing, "Queued", lambda fn, sets: Fake(f"{fn}/queued", 0.8))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    got = timing.time_two_ways({"a": "steady", "b": "flaky"}, [(), (), ()], rounds=3, warmup_ms=1.0, round_ms=4.0,
+                               describe=lambda e: f"{type(e).__name__}: {e}")
+    assert got["a"].headline == (timing.GRAPH, got["a"].graph) and got["a"].graph.ms == 0.5
+    assert got["a"].queued.ms == 0.8 and got["a"].graph.calls % 3 == 0
+    assert got["b"].graph is None and got["b"].headline[0] == timing.QUEUED
+    assert got["b"].graph_error == "RuntimeError: operation not permitted when stream is capturing"
+    assert set(order[-3:]) == {"steady/queued", "steady/graph", "flaky/queued"}  # the last round: all, both ways
+    assert isinstance(measure.time_samplers({"x": Fake("x", 1.0)}, rounds=2, warmup_ms=1.0)["x"], measure.Timing)

@@ -82,13 +82,15 @@ def test_graph_gemm_params(tmp_path, capsys) -> None:
     assert "lsu" in out and "tma" not in out
 
 
-def test_graph_default_out_is_template_name(tmp_path, monkeypatch, capsys) -> None:
+def test_graph_default_out_is_template_name_under_out(tmp_path, monkeypatch, capsys) -> None:
+    """Generated files default to ./out/ (ignored in a pt-tvm checkout), not the working directory itself."""
     monkeypatch.chdir(tmp_path)
     rc, out, _ = run(["graph", "gemm", "--param", "M=256", "--param", "N=256", "--param", "K=256"], capsys)
     assert rc == 0
     assert "for h100" in out.splitlines()[0]  # --target defaults to h100
-    assert sorted(os.listdir(tmp_path)) == ["gemm.dot", "gemm.json"]
-    assert json.loads((tmp_path / "gemm.json").read_text())["format"] == "pt-tvm.stask-graph/1"
+    assert os.listdir(tmp_path) == ["out"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["gemm.dot", "gemm.json"]
+    assert json.loads((tmp_path / "out" / "gemm.json").read_text())["format"] == "pt-tvm.stask-graph/1"
 
 
 def test_graph_chip_file_target(tmp_path, capsys) -> None:

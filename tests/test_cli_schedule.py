@@ -9,6 +9,7 @@ import pytest
 from pt_tvm import cli, hw
 from pt_tvm.graph import Placement
 from pt_tvm.plan import ExecutionPlan, Style
+from pt_tvm.verify import verify
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +30,7 @@ def test_schedule_gemm_on_a100(tmp_path, capsys):
                               "--out", str(out_dir), "--plot", str(png)], capsys)
     assert rc == 0, err
     # the plan
-    assert "gemm {'M': 1024, 'N': 1024, 'K': 1024, 'dtype': 'float16'} on " in out
+    assert "gemm {'M': 1024, 'N': 1024, 'K': 1024, 'dtype': 'float16', 'trans_B': False} on " in out
     assert "plan for gemm on a100: software_pipeline" in out
     assert "role block: warps [0," in out and re.search(r"loop +.*copy_0@lsu", out) and "gemm_0@tensor_core" in out
     # its simulated timeline, the prediction, the search summary and runners-up
@@ -77,7 +78,7 @@ def test_schedule_flash_attention_on_h100(tmp_path, capsys):
 
     func = templates.get("flash_attention").build(seq_len=1024, **plan.tile)
     graph = extract_stask_graph(func, hw.get("h100"))
-    plan.verify(graph, hw.get("h100"))
+    verify(plan, graph, hw.get("h100"))
     assert plan.describe(graph) in out
     assert all(a.stage in (0, 1) for a in plan.program("consumer", graph, Placement.LOOP))
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 import tilelang
+from _util import built, nvcc_flags
 from tilelang import tvm
 from tvm import tirx
 
@@ -21,11 +22,10 @@ from pt_tvm.compiler import FallbackWarning, lower
 from pt_tvm.graph import Placement
 from pt_tvm.passes import ApplyPipelineSchedule, PipeThreader, apply_plan
 from pt_tvm.plan import Append
-from pt_tvm.planners import Priority, software_pipelined, warp_specialized
 from pt_tvm.search import SearchSpace, search
+from pt_tvm.space import Priority, software_pipelined, warp_specialized
 from pt_tvm.templates import get
-
-from _util import built
+from pt_tvm.verify import verify, violations
 
 SMALL_GEMM = {"M": 512, "N": 512, "K": 512, "block_M": 64, "block_N": 64, "block_K": 32}
 SMALL_FA = {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len": 512}
@@ -85,10 +85,10 @@ def test_searched_order_and_stage_land_on_the_pipelined_loop(template, target):
     plans = [search([graph], vdev, space=SPACE).best.plan]
     # and one whose order is not the program order (tensor-core sTasks first)
     staged = software_pipelined(graph, vdev, num_stages=2, threads=graph.threads, priority=Priority.TENSOR_FIRST)
-    if not staged.violations(graph, vdev):
+    if not violations(staged, graph, vdev):
         plans.append(staged)
     for plan in plans:
-        loop = _pipelined_loop(apply_plan(func, plan, graph))
+        loop = _pipelined_loop(apply_plan(func, plan, vdev, graph))
         order, stage = _expected_annotations(plan, graph)
         assert [int(x) for x in loop.annotations["tl_pipeline_order"]] == order
         assert [int(x) for x in loop.annotations["tl_pipeline_stage"]] == stage
@@ -109,7 +109,7 @@ def gemm_sources():
         for n in (1, 2):
             plan = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM)
             if target == "a100":
-                src = _lower(apply_plan(func, plan, graph), target)
+                src = _lower(apply_plan(func, plan, vdev, graph), target)
             else:
                 src = lower(func, vdev.tvm_target(), plan=plan).kernel_source  # the flow API's lowering
             out[(target, n)] = (plan, src)
@@ -147,8 +147,8 @@ def hopper_fa():
     for name, priority in (("program", Priority.PROGRAM), ("tensor_first", Priority.TENSOR_FIRST)):
         plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
                                 priority=priority)
-        plan.verify(graph, vdev)
-        applied = apply_plan(func, plan, graph)
+        verify(plan, graph, vdev)
+        applied = apply_plan(func, plan, vdev, graph)
         out[name] = (plan, applied, _lower(applied, "h100", get("flash_attention").pass_configs))
     return graph, out
 
@@ -219,20 +219,13 @@ def test_hopper_source_follows_the_plan_order(hopper_fa):
     assert plans["program"][2] != plans["tensor_first"][2]
 
 
-def _nvcc_flags() -> tuple[str, ...]:
-    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
-
-    return ("--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20", "-I" + TILELANG_TEMPLATE_PATH,
-            "-I" + CUTLASS_INCLUDE_DIR, "-lineinfo", "--ptxas-options=-v", "--use_fast_math")
-
-
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_hopper_kernel_compiles_with_nvcc_without_spills(hopper_fa, tmp_path):
     _, plans = hopper_fa
     _, _, src = plans["program"]
     cu = tmp_path / "fa.cu"
     cu.write_text(src)
-    p = subprocess.run(["nvcc", *_nvcc_flags(), "-o", str(tmp_path / "fa.cubin"), str(cu)],
+    p = subprocess.run(["nvcc", *nvcc_flags(), "-o", str(tmp_path / "fa.cubin"), str(cu)],
                        capture_output=True, text=True, timeout=300)
     log = p.stdout + p.stderr
     assert p.returncode == 0, log[-3000:]
@@ -251,15 +244,15 @@ def test_hopper_software_pipelined_plan_turns_warp_specialization_off():
     vdev = hw.get("h100")
     graph = pt_tvm.extract(func, vdev)
     plan = software_pipelined(graph, vdev, num_stages=3, threads=graph.threads, priority=Priority.PROGRAM)
-    assert not plan.violations(graph, vdev)
-    planned = apply_plan(func, plan, graph)
+    assert not violations(plan, graph, vdev)
+    planned = apply_plan(func, plan, vdev, graph)
     assert pass_configs(planned, {"x": 1}) == {"x": 1, "tl.disable_warp_specialized": True}
     src = lower(func, vdev.tvm_target(), plan=plan).kernel_source
     assert "tma_load" not in src and "reg_alloc" not in src and "wgmma" in src
     assert src.count("cp_async_commit()") == 3 and "cp_async_wait<2>()" in src
     assert re.search(r"__launch_bounds__\(128, 1\)", src)
     ws = warp_specialized(graph, vdev, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
-    assert pass_configs(apply_plan(func, ws, graph)) == {}  # TileLang's default path
+    assert pass_configs(apply_plan(func, ws, vdev, graph)) == {}  # TileLang's default path
 
 
 @pytest.mark.parametrize("target", ["h100", "a100"])
@@ -273,8 +266,8 @@ def test_software_pipeline_over_a_run_time_trip_count_lowers(target):
     graph = pt_tvm.extract(func, vdev)
     assert not graph.loop.extent.isdigit()
     plan = software_pipelined(graph, vdev, num_stages=2, threads=graph.threads, priority=Priority.PROGRAM)
-    assert not plan.violations(graph, vdev)
-    assert pass_configs(apply_plan(func, plan, graph))["tl.UnrollLoop"] == {"explicit_unroll": True}
+    assert not violations(plan, graph, vdev)
+    assert pass_configs(apply_plan(func, plan, vdev, graph))["tl.UnrollLoop"] == {"explicit_unroll": True}
     src = lower(func, vdev.tvm_target(), plan=plan, pass_configs=get("flash_attention").pass_configs).kernel_source
     assert {"cp_async_wait<1>()", "cp_async_wait<0>()"} <= set(re.findall(r"cp_async_wait<\d+>\(\)", src))
 
@@ -303,7 +296,7 @@ def test_apply_pipeline_schedule_in_a_sequential(gemm_sources):
     func = _func("gemm", **SMALL_GEMM)
     plan, src_direct = gemm_sources[("a100", 2)]
     with tvm.transform.PassContext():
-        out = tvm.transform.Sequential([ApplyPipelineSchedule(plan)])(tvm.IRModule({"main": func}))
+        out = tvm.transform.Sequential([ApplyPipelineSchedule(plan, "a100")])(tvm.IRModule({"main": func}))
     graph = pt_tvm.extract(func, "a100")
     loop = _pipelined_loop(out["main"])
     order, stage = _expected_annotations(plan, graph)
@@ -316,7 +309,7 @@ def test_apply_pipeline_schedule_hopper_in_a_sequential(hopper_fa):
     plan, applied, _ = plans["program"]
     func = _func("flash_attention", **SMALL_FA, block_M=128, block_N=128)
     with tvm.transform.PassContext():
-        out = tvm.transform.Sequential([ApplyPipelineSchedule(plan)])(tvm.IRModule({"main": func}))
+        out = tvm.transform.Sequential([ApplyPipelineSchedule(plan, "h100")])(tvm.IRModule({"main": func}))
     assert "tl.ws_schedule" in _root_annotations(out["main"])
     assert tvm.ir.structural_equal(out["main"], applied)
 

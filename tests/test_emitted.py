@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from _util import RACY_LOOP, chunk_scan_plan
 
 from pt_tvm.emitted import EmissionError, cp_async_hazards
-
-from _util import RACY_LOOP, chunk_scan_plan
 
 _KERNEL = """\
 extern "C" __global__ void __launch_bounds__(128, 1) k_kernel(const float* __restrict__ A, const float* __restrict__ B) {
@@ -48,7 +47,7 @@ def test_waits_and_commits_are_required():
 def test_lowering_the_measured_race_raises():
     """chunk_scan's racy order (the plan rule switched off) lowers on the CPU into a kernel the check refuses,
     naming the buffers; the search's own plan for it lowers clean."""
-    import pt_tvm.plan as plan_module
+    import pt_tvm.verify as verify_module
     from pt_tvm import hw
     from pt_tvm.compiler import lower_planned, schedule_template
     from pt_tvm.passes import apply_plan
@@ -58,8 +57,8 @@ def test_lowering_the_measured_race_raises():
     problem, _ = get("chunk_scan").resolve(seqlen=1024)
     target = hw.get("h200").tvm_target()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plan_module, "_check_cp_async_order", lambda *a: [])
-        func = apply_plan(get("chunk_scan").build(**problem, **plan.tile), plan, graph)
+        mp.setattr(verify_module, "_check_cp_async_order", lambda *a: [])
+        func = apply_plan(get("chunk_scan").build(**problem, **plan.tile), plan, target, graph)
     with pytest.raises(EmissionError, match=r"cb_shared .*cp_async_wait<1>.*needs cp_async_wait<0>"):
         lower_planned(func, target)
     result, problem, build = schedule_template("chunk_scan", "h200", params={"seqlen": 1024})

@@ -285,7 +285,8 @@ def test_chip_without_sfu_or_tma_falls_back(fa_func) -> None:
     """A custom chip without an SFU runs exp on the CUDA cores; without TMA, copies on the LSU."""
     eu = hw.H100.eu
     plain = dataclasses.replace(hw.H100, name="no-sfu-no-tma", eu=dataclasses.replace(
-        eu, seus=tuple(s for s in eu.seus if s.kind not in (SEUKind.SFU, SEUKind.TMA))))
+        eu, seus=tuple(s for s in eu.seus if s.kind not in (SEUKind.SFU, SEUKind.TMA))),
+        features=hw.H100.features - {"warp_specialization", "tma"})  # warp specialization needs TMA
     g = pt_tvm.extract(fa_func, plain)
     assert g.target == "no-sfu-no-tma"
     assert all(t.seu in (SEUKind.LSU, SEUKind.CUDA_CORE, SEUKind.TENSOR_CORE) for t in g.stasks)

@@ -8,13 +8,19 @@ import pytest
 import tilelang
 
 from benchmarks.experiments.handoff import gemm_first_order
-
 from pt_tvm import cost, hw, templates
 from pt_tvm.emitted import named_barrier_clash
-from pt_tvm.graph import Placement
+from pt_tvm.lowering import wgmma_waits
 from pt_tvm.passes import apply_plan, extract_stask_graph
-from pt_tvm.plan import ExecutionPlan, Handoff, PlanError, wgmma_waits
-from pt_tvm.planners import Priority, handoff_variants, overlapped, software_pipelined, warp_specialized
+from pt_tvm.plan import ExecutionPlan, Handoff, PlanError
+from pt_tvm.space import (
+    Priority,
+    handoff_variants,
+    overlapped,
+    software_pipelined,
+    warp_specialized,
+)
+from pt_tvm.verify import verify
 
 SMALL = dict(batch=1, heads=4, kv_heads=4, seq_len=1024)
 
@@ -45,7 +51,7 @@ def test_turns_with_every_gemm_in_flight_verify_and_round_trip(fa):
     assert turns.handoffs == (Handoff("consumer", qk, pv),) and not turns.in_flight()
     assert both.handoffs == turns.handoffs and set(both.in_flight()) == {qk, pv}
     for p in (turns, both):
-        p.verify(graph, vdev)
+        verify(p, graph, vdev)
         assert ExecutionPlan.from_json(p.to_json()) == p
     assert f"its warpgroups take turns issuing {qk} .. {pv}" in both.describe(graph)
 
@@ -78,7 +84,7 @@ def test_bad_handoffs_are_rejected(fa, case, match):
                               "unknown_role": [Handoff("warpgroups", qk, pv)],
                               "twice": [Handoff("consumer", qk, pv)] * 2}[case])
     with pytest.raises(PlanError, match=match):
-        bad.verify(graph, vdev)
+        verify(bad, graph, vdev)
 
 
 def test_handoff_needs_a_warp_specialized_plan(fa):
@@ -87,7 +93,7 @@ def test_handoff_needs_a_warp_specialized_plan(fa):
     qk, pv = _ids(graph, "gemm")
     with pytest.raises(PlanError, match=r"\[emission\] handoff in role block: turns between warpgroups need a "
                                         r"warp-specialized plan"):
-        plan.extended(Handoff("block", qk, pv)).verify(graph, vdev)
+        verify(plan.extended(Handoff("block", qk, pv)), graph, vdev)
 
 
 def test_turns_and_in_flight_gemms_are_rejected_when_registers_run_out():
@@ -95,7 +101,7 @@ def test_turns_and_in_flight_gemms_are_rejected_when_registers_run_out():
     vdev, _, graph, base = _fa(dim=256, block_N=128)
     for plan in handoff_variants(base, graph, vdev):
         with pytest.raises(PlanError, match=r"\[registers\] role consumer: fragments need ~\d+ registers"):
-            plan.verify(graph, vdev)
+            verify(plan, graph, vdev)
 
 
 def test_cost_model_ranks_turns_with_every_gemm_in_flight_first(fa):
@@ -124,7 +130,7 @@ def emitted(fa):
     _, both = handoff_variants(base, graph, vdev)
     tgt = vdev.tvm_target()
     with tilelang.transform.PassContext(config={"tl.enable_fast_math": True}), tgt:
-        return tilelang.lower(apply_plan(func, both, graph), target=tgt).kernel_source
+        return tilelang.lower(apply_plan(func, both, vdev, graph), target=tgt).kernel_source
 
 
 def test_emitted_cuda_takes_turns_on_named_barriers(emitted):
@@ -147,7 +153,7 @@ def test_compile_refuses_a_kernel_whose_own_syncs_take_a_handoff_barrier(fa, emi
     from pt_tvm.passes import check_emitted
 
     vdev, func, graph, base = fa
-    planned = apply_plan(func, handoff_variants(base, graph, vdev)[1], graph)
+    planned = apply_plan(func, handoff_variants(base, graph, vdev)[1], vdev, graph)
     check_emitted(planned, emitted)
     with pytest.raises(EmissionError, match="named barrier 15, which a handoff between warpgroups takes"):
         check_emitted(planned, emitted.replace("__sync_thread_partial(3, 256)", "__sync_thread_partial(15, 256)"))
@@ -199,7 +205,7 @@ def test_gpu_turns_with_every_gemm_in_flight(problem):
     base = gemm_first_order(warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
                                         priority=Priority.TENSOR_FIRST), graph)
     _, both = handoff_variants(base, graph, vdev)
-    kernel = t.compile(apply_plan(func, both, graph), vdev.tvm_target())
+    kernel = t.compile(apply_plan(func, both, vdev, graph), vdev.tvm_target())
     full = t.resolve(**problem, block_N=block_N, threads=256)[0]
     for seed in (0, 1):
         inputs = t.make_inputs(full, "cuda", torch.Generator("cuda").manual_seed(seed))

@@ -8,7 +8,8 @@ from pt_tvm import hw, templates
 from pt_tvm.graph import Placement
 from pt_tvm.passes import apply_plan, extract_stask_graph
 from pt_tvm.plan import ExecutionPlan, PlanError, Wait
-from pt_tvm.planners import Priority, in_flight_variants, warp_specialized
+from pt_tvm.space import Priority, in_flight_variants, warp_specialized
+from pt_tvm.verify import verify
 
 SMALL = dict(batch=1, heads=4, kv_heads=4, seq_len=1024)
 
@@ -20,7 +21,7 @@ def fa():
     graph = extract_stask_graph(func, vdev)
     plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
                             priority=Priority.PROGRAM)
-    return vdev, func, graph, plan.verify(graph, vdev)
+    return vdev, func, graph, verify(plan, graph, vdev)
 
 
 def _gemm(graph, a_scope):
@@ -35,7 +36,7 @@ def test_variants_keep_only_shared_operand_gemms_in_flight(fa):
     kept = {g for v in variants for g in v.in_flight()}
     assert qk in kept and pv not in kept
     for v in variants:
-        v.verify(graph, vdev)
+        verify(v, graph, vdev)
 
 
 def test_verify_rejects_an_overlap_that_touches_the_accumulator(fa):
@@ -47,7 +48,7 @@ def test_verify_rejects_an_overlap_that_touches_the_accumulator(fa):
     bad = ExecutionPlan(plan.graph, plan.target, plan.style, plan.roles, (*plan.steps, Wait(late, (qk,))),
                         plan.pipelines, plan.num_stages, plan.tile)
     with pytest.raises(PlanError, match=f"{reader} touches acc_s while gemm {qk} is still in flight"):
-        bad.verify(graph, vdev)
+        verify(bad, graph, vdev)
 
 
 def test_waiting_before_the_gemm_is_rejected(fa):
@@ -57,7 +58,7 @@ def test_waiting_before_the_gemm_is_rejected(fa):
     bad = ExecutionPlan(plan.graph, plan.target, plan.style, plan.roles, (*plan.steps, Wait(first, (qk,))),
                         plan.pipelines, plan.num_stages, plan.tile)
     with pytest.raises(PlanError, match="runs before it"):
-        bad.verify(graph, vdev)
+        verify(bad, graph, vdev)
 
 
 def test_emitted_cuda_issues_the_gemm_without_waiting_and_waits_where_the_plan_says(fa):
@@ -66,7 +67,7 @@ def test_emitted_cuda_issues_the_gemm_without_waiting_and_waits_where_the_plan_s
     (gemm, waiter), = variant.in_flight().items()
     tgt = vdev.tvm_target()
     with tilelang.transform.PassContext(config={"tl.enable_fast_math": True}), tgt:
-        src = tilelang.lower(apply_plan(func, variant, graph), target=tgt).kernel_source
+        src = tilelang.lower(apply_plan(func, variant, vdev, graph), target=tgt).kernel_source
     assert "wait_wgmma<0>" in src
     # in the steady-state loop, the QK^T wgmma_ss is not followed by its own warpgroup_wait before
     # the explicit wait_wgmma: the softmax sTasks in between overlap it

@@ -16,6 +16,7 @@ import subprocess
 import pytest
 import tilelang
 import torch
+from _util import RACY_LOOP, chunk_scan_plan
 from tilelang import tvm
 from tvm import tirx
 
@@ -24,8 +25,7 @@ from pt_tvm.graph import DepKind, OpKind, Placement
 from pt_tvm.measure import REL_TOL
 from pt_tvm.plan import Style
 from pt_tvm.templates import TemplateError, get, names
-
-from _util import RACY_LOOP, chunk_scan_plan
+from pt_tvm.verify import violations
 
 SM90 = {"kind": "cuda", "arch": "sm_90a"}
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -334,13 +334,13 @@ def test_cp_async_reader_ahead_of_split_loads_is_rejected() -> None:
 
     vdev = hw.get("h200")
     plan, graph = chunk_scan_plan(RACY_LOOP)
-    found = [str(v) for v in plan.violations(graph, vdev)]
+    found = [str(v) for v in violations(plan, graph, vdev)]
     assert len(found) == 1 and "[emission] par_1 comes ahead of its cp.async loads" in found[0], found
     for loop, stages in ((("par_1", "gemm_1", "copy_6", "copy_5", "copy_4", "copy_3"), 2),
                          (("copy_3", "copy_4", "copy_5", "par_1", "copy_6", "gemm_1"), 2),
                          (("copy_3", "copy_4", "copy_5", "copy_6", "par_1", "gemm_1"), 1)):
         plan, graph = chunk_scan_plan(loop, stages)
-        assert not plan.violations(graph, vdev), (loop, stages)
+        assert not violations(plan, graph, vdev), (loop, stages)
 
 
 def test_search_emits_no_racy_cp_async_order() -> None:
@@ -351,7 +351,7 @@ def test_search_emits_no_racy_cp_async_order() -> None:
     result, _, _ = schedule_template("chunk_scan", "h200", params={"seqlen": 1024})
     vdev = hw.get("h200")
     assert result.ranked and not any(
-        v.rule == "emission" for c in result.ranked for v in c.plan.violations(c.graph, vdev))
+        v.rule == "emission" for c in result.ranked for v in violations(c.plan, c.graph, vdev))
 
 
 def _nvcc(src: str, arch: str, tmp_path) -> None:

@@ -8,14 +8,14 @@ import re
 from dataclasses import replace
 
 import pytest
+from _util import built
 
 import pt_tvm
 from pt_tvm import hw
-from pt_tvm.plan import Append, ExecutionPlan, PlanError, Style, shared_bytes
-from pt_tvm.planners import Priority, warp_specialized
+from pt_tvm.plan import Append, ExecutionPlan, PlanError, Style
 from pt_tvm.search import NoValidPlan, SearchSpace, search
-
-from _util import built
+from pt_tvm.space import Priority, warp_specialized
+from pt_tvm.verify import shared_bytes, verify, violations
 
 TARGETS = ("h100", "a100", "mi300x")
 SMALL_FA = {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len": 512}
@@ -51,7 +51,7 @@ def _tile(variant: str, target: str) -> dict:
 
 def _rules(plan, graph, vdev) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for v in plan.violations(graph, vdev):
+    for v in violations(plan, graph, vdev):
         out.setdefault(v.rule, []).append(v.message)
     return out
 
@@ -82,11 +82,11 @@ def test_searched_plans_verify(variant, target):
     assert styles == ({Style.WARP_SPECIALIZED, Style.SOFTWARE_PIPELINE} if target == "h100"
                       else {Style.SOFTWARE_PIPELINE})
     for cand in result.ranked:
-        assert cand.plan.verify(cand.graph, vdev) is cand.plan
+        assert verify(cand.plan, cand.graph, vdev) is cand.plan
     # the winner survives a JSON round trip unchanged and still verifies
     again = ExecutionPlan.from_json(result.best.plan.to_json())
     assert again == result.best.plan
-    again.verify(graph, vdev)
+    verify(again, graph, vdev)
 
 
 # ---------------------------------------------------------------- hand-broken plans
@@ -100,7 +100,7 @@ def fa(h100):
     """FlashAttention d128, block 128x128 on H100, and a valid stage-0 warp-specialized plan of it."""
     graph = pt_tvm.extract(_func("flash_attention", **SMALL_FA, block_M=128, block_N=128), h100)
     plan = warp_specialized(graph, h100, consumer_wgs=2, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
-    assert plan is not None and not plan.violations(graph, h100)
+    assert plan is not None and not violations(plan, graph, h100)
     return graph, plan
 
 
@@ -127,7 +127,7 @@ def test_pv_at_stage_one_without_reordering_breaks_a_dependence(fa, h100):
     # the PV gemm of iteration i-1 now runs after this iteration's acc_o rescale / P cast that it must precede
     assert any(pv in m and "is broken" in m and re.search(r"\b(par_5|copy_3)\b", m) for m in rules["dependence"])
     with pytest.raises(PlanError, match="dependence"):
-        broken.verify(graph, h100)
+        verify(broken, graph, h100)
 
 
 def test_pv_at_stage_one_with_list_scheduling_is_valid(fa, h100):
@@ -137,7 +137,7 @@ def test_pv_at_stage_one_with_list_scheduling_is_valid(fa, h100):
                             priority=Priority.PROGRAM)
     assert plan is not None
     assert plan.append_of(_pv(graph)).stage == 1
-    plan.verify(graph, h100)
+    verify(plan, graph, h100)
 
 
 @pytest.mark.parametrize("depth", [4, 6])
@@ -197,7 +197,7 @@ def test_missing_and_duplicated_stasks(fa, h100):
     extra = replace(plan, steps=plan.steps + (Append("ghost_0", "consumer", plan.append_of("par_3").seu),))
     assert any("ghost_0" in m for m in _rules(extra, graph, h100)["coverage"])
     with pytest.raises(PlanError, match="coverage"):
-        missing.verify(graph, h100)
+        verify(missing, graph, h100)
 
 
 def test_cross_role_dependence_without_pipeline(fa, h100):
@@ -231,7 +231,7 @@ def test_plan_error_lists_every_violation(fa, h100):
     bad = _with_stage(replace(plan, roles=tuple(replace(r, max_nreg=64) if r.name == "consumer" else r
                                                 for r in plan.roles)), {_pv(graph): 1})
     with pytest.raises(PlanError) as err:
-        bad.verify(graph, h100)
+        verify(bad, graph, h100)
     assert {v.rule for v in err.value.violations} >= {"dependence", "registers"}
     assert str(err.value).startswith("plan rejected:")
 
@@ -295,12 +295,12 @@ def test_apply_plan_refuses_a_bad_plan_before_codegen(fa, h100, no_codegen):
     func = _func("flash_attention", **SMALL_FA, block_M=128, block_N=128)
     bad = _with_stage(plan, {_pv(graph): 1})
     with pytest.raises(PlanError, match="dependence"):
-        apply_plan(func, bad)
+        apply_plan(func, bad, h100)
     with pytest.raises(PlanError, match="dependence"):
         lower(func, "h100", plan=bad)
     too_deep = warp_specialized(graph, h100, consumer_wgs=2, depth=4, pipeline_stage={}, priority=Priority.PROGRAM)
     with pytest.raises(PlanError, match="shared_memory"):
-        apply_plan(func, too_deep, graph)
+        apply_plan(func, too_deep, h100, graph)
 
 
 def test_apply_plan_refuses_a_plan_for_another_kernel(fa, no_codegen):
@@ -310,6 +310,6 @@ def test_apply_plan_refuses_a_plan_for_another_kernel(fa, no_codegen):
     _, plan = fa
     gemm = _func("gemm", **SMALL_GEMM)
     with pytest.raises(ScheduleMismatch, match="flash_attention"):
-        apply_plan(gemm, plan)
+        apply_plan(gemm, plan, "h100")
     with pytest.raises(ScheduleMismatch):
         lower(gemm, "h100", plan=plan)

@@ -14,11 +14,21 @@ import time
 import pytest
 
 from pt_tvm import hw
-from pt_tvm.graph import Access, BufferInfo, DepKind, LoopInfo, OpKind, Placement, STask, STaskGraph
+from pt_tvm.graph import (
+    Access,
+    BufferInfo,
+    DepKind,
+    LoopInfo,
+    OpKind,
+    Placement,
+    STask,
+    STaskGraph,
+)
 from pt_tvm.hw import SEUKind
 from pt_tvm.passes.deps import dependences
 from pt_tvm.plan import effective_distance
 from pt_tvm.search import NoValidPlan, SearchSpace, search, search_graph
+from pt_tvm.verify import verify, violations
 
 TARGETS = ("h100", "a100", "mi300x")
 SEEDS = (*range(12), 29)  # seed 29: a gemm whose A operand is a register fragment (like FA's PV)
@@ -145,7 +155,7 @@ def _unrolled_ok(plan, graph) -> list[str]:
             continue
         if src.placement != Placement.LOOP or dst.placement != Placement.LOOP:
             continue
-        d = effective_distance(plan, graph, e)
+        d = effective_distance(e, plan.versions)
         order = seq[role_of[e.src]]
         for it in range(d, iters):
             if e.src == e.dst and d == 0:
@@ -167,7 +177,7 @@ def test_every_candidate_of_a_random_graph_verifies(seed, target):
     assert cands, f"no plan for a small random graph:\n{graph.summary()}"
     assert [c.seconds for c in cands] == sorted(c.seconds for c in cands)
     for c in cands:
-        c.plan.verify(graph, vdev)
+        verify(c.plan, graph, vdev)
         assert not _unrolled_ok(c.plan, graph), (c.note, _unrolled_ok(c.plan, graph), c.plan.describe(graph))
         assert c.seconds > 0 and c.estimate.cycles_per_iteration > 0
 
@@ -190,23 +200,23 @@ def test_verify_rejects_a_cross_role_deadlock():
 
     from pt_tvm.cost import estimate
     from pt_tvm.plan import Append
-    from pt_tvm.planners import Priority, warp_specialized
+    from pt_tvm.space import Priority, warp_specialized
 
     graph, vdev = random_graph(7, "h100", max_pairs=3), hw.get("h100")
     base = warp_specialized(graph, vdev, consumer_wgs=2, depth=1, pipeline_stage={"A1_s": 1, "B1_s": 1},
                             priority=Priority.PROGRAM)
-    assert not base.violations(graph, vdev)
+    assert not violations(base, graph, vdev)
     order = iter(["gemm_1", "gemm_2", "par_0", "gemm_0", "par_1"])
     loop = {t.id for t in graph.loop_stasks}
     hang = replace(base, steps=tuple(base.append_of(next(order)) if isinstance(s, Append) and s.role == "consumer"
                                      and s.stask in loop else s for s in base.steps))
-    found = hang.violations(graph, vdev)
+    found = violations(hang, graph, vdev)
     assert [v.rule for v in found] == ["deadlock"]
     assert "role producer waits at copy_3" in found[0].message and "for par_0" in found[0].message
     assert "role consumer waits at gemm_2" in found[0].message and "for copy_4" in found[0].message
     # the same order with two versions per buffer lets the producer run ahead: valid, and it simulates
     deeper = replace(hang, pipelines=tuple(replace(p, depth=2) for p in hang.pipelines), num_stages=2)
-    assert not deeper.violations(graph, vdev)
+    assert not violations(deeper, graph, vdev)
     assert estimate(deeper, graph, vdev).seconds > 0
 
 
@@ -266,9 +276,10 @@ def h100_template_result(request):
     """schedule_template on H100 with the default space; also the CPU seconds its cost-model search took
     (CPU time, not wall time: these tests share a small machine with other work)."""
     from pt_tvm import compiler
+    from pt_tvm import search as search_module
 
     cpu: list[float] = []
-    real_search = compiler.search
+    real_search = search_module.search
 
     def timed_search(*args, **kwargs):
         t0 = time.process_time()
@@ -278,7 +289,7 @@ def h100_template_result(request):
             cpu.append(time.process_time() - t0)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(compiler, "search", timed_search)
+    mp.setattr(search_module, "search", timed_search)
     try:
         result, problem, _ = compiler.schedule_template(request.param, "h100")
     finally:

@@ -6,7 +6,7 @@ import tilelang
 
 from pt_tvm import hw, templates
 from pt_tvm.compiler import schedule_template
-from pt_tvm.plan import shared_bytes
+from pt_tvm.verify import shared_bytes
 
 _LAUNCH = re.compile(r'T\.call_packed\("\w+_kernel", [^\n]*, (\d+)\)\s*$', re.M)
 

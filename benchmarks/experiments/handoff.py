@@ -18,8 +18,9 @@ from pt_tvm.compiler import schedule_template
 from pt_tvm.graph import Placement
 from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
 from pt_tvm.passes import apply_plan, extract_stask_graph
-from pt_tvm.planners import Priority, handoff_variants, overlapped, warp_specialized
+from pt_tvm.space import Priority, handoff_variants, overlapped, warp_specialized
 from pt_tvm.tune import warm
+from pt_tvm.verify import verify
 
 BASE = dict(batch=8, heads=16, kv_heads=16, seq_len=4096, dim=128, causal=False, dtype="float16")
 CONFIGS = [dict(BASE), dict(BASE, causal=True), dict(BASE, batch=4, heads=32, kv_heads=32, dim=64),
@@ -28,7 +29,7 @@ CONFIGS = [dict(BASE), dict(BASE, causal=True), dict(BASE, batch=4, heads=32, kv
 
 def gemm_first_order(plan, graph):
     """The plan with the kernel's second loop gemm moved right behind its first (S = QK^T, then O += PV)."""
-    from pt_tvm.search import _reordered
+    from pt_tvm.space import reordered as _reordered
 
     order = plan.program("consumer", graph, Placement.LOOP)
     gemms = sorted((a for a in order if a.seu.value == "tensor_core"), key=lambda a: graph.stask(a.stask).index)
@@ -49,7 +50,7 @@ def variants(problem, vdev):
     out = {"search-pick": result.best.plan, "sync": base, "overlapped": overlapped(base, graph, "consumer"),
            "handoff": ho[0], "handoff+overlapped": ho[1]}
     for p in out.values():
-        p.verify(extract_stask_graph(templates.get("flash_attention").build(**problem, **dict(p.tile)), vdev), vdev)
+        verify(p, extract_stask_graph(templates.get("flash_attention").build(**problem, **dict(p.tile)), vdev), vdev)
     return out
 
 
@@ -57,7 +58,7 @@ def main(out_dir):
     vdev = hw.from_device()
     tmpl = templates.get("flash_attention")
     plans = [(i, name, p) for i, prob in enumerate(CONFIGS) for name, p in variants(prob, vdev).items()]
-    jobs = [("flash_attention", CONFIGS[i], dict(p.tile), p.to_json(), vdev.name) for i, _, p in plans]
+    jobs = [("flash_attention", CONFIGS[i], dict(p.tile), p.to_json(), vdev) for i, _, p in plans]
     t0 = time.time()
     errors = warm(jobs, workers=max(1, (os.cpu_count() or 2) - 1))
     print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s", flush=True)
@@ -71,7 +72,7 @@ def main(out_dir):
             if j != i:
                 continue
             try:
-                func = apply_plan(tmpl.build(**prob, **dict(plan.tile)), plan)
+                func = apply_plan(tmpl.build(**prob, **dict(plan.tile)), plan, vdev)
                 kernel = tmpl.compile(func, vdev.tvm_target())
                 e = rel_err(kernel(*sets[0]), ref)
                 info[name] = {"rel_err": e, "plan": plan.to_dict(), "tile": dict(plan.tile)}

@@ -1,0 +1,54 @@
+"""Cost-model calibration from a benchmark run: the pt-tvm candidates it measured become fit samples.
+
+``python -m benchmarks calibrate RUN.json --target h200`` fits per-sEU occupancy scales and a
+per-iteration overhead (:func:`pt_tvm.cost.calibrate`) to those candidates and writes the fit
+where the search reads it (the pt-tvm cache dir, or ``--out``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from typing import Any, Mapping
+
+from pt_tvm import cost, hw, templates
+from pt_tvm.passes import extract_stask_graph
+from pt_tvm.plan import ExecutionPlan
+
+__all__ = ["samples_from_run", "cmd_calibrate"]
+
+
+def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
+    """(plan, graph, seconds) calibration samples from a benchmark run's measured pt-tvm candidates."""
+    vdev = hw.for_target(target)
+    out = []
+    for row in run["rows"]:
+        for c in row.get("candidates", ()):
+            if c.get("ms") is None or "plan" not in c:
+                continue
+            template = templates.get(row["kernel"])
+            problem, _ = template.resolve(**row["config"])
+            graph = extract_stask_graph(template.build(**problem, **c["tile"]), vdev)
+            out.append((ExecutionPlan.from_dict(c["plan"]), graph, c["ms"] * 1e-3))
+    return out
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Fit the cost model to the runs' measured candidates, print the error before and after, write the fit."""
+    vdev = hw.get(args.target)
+    samples = []
+    for path in args.runs:
+        with open(path) as f:
+            samples += samples_from_run(json.load(f), vdev)
+    if not samples:
+        print("benchmarks calibrate: no measured pt-tvm candidates in the given runs (run the suite with pt-tvm)")
+        return 2
+    before = cost.Calibration(vdev.name)
+    cal = dataclasses.replace(cost.calibrate(samples, vdev), source=", ".join(os.path.basename(p) for p in args.runs))
+    for name, c in (("before", before), ("after", cal)):
+        err = sum(abs(cost.estimate(p, g, vdev, c).seconds / s - 1) for p, g, s in samples) / len(samples)
+        print(f"{name}: mean |predicted/measured - 1| = {err:.1%} over {len(samples)} measured plans")
+    print(f"per-sEU occupancy scales {dict(cal.scale)}, overhead {cal.overhead} cycles/iteration")
+    print(f"wrote {cost.save_calibration(cal, args.out)}")
+    return 0

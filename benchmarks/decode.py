@@ -1,0 +1,337 @@
+"""The ``decode`` suite: decoding attention over a KV cache, pt-tvm against the kernels a server would call.
+
+Grid: batch 1 to 128, KV lengths 1k to 128k (at most ``_MAX_TOKENS`` cached tokens per config, so that two
+input sets and the reference fit one 80 GB GPU), GQA 32/8 (LLaMA-3-8B) and 64/8 (LLaMA-3-70B), head dim 128,
+bfloat16, ``q_len`` 1 and 4 (speculative decoding), every sequence full, contiguous and paged (page size 16,
+vLLM's default) caches. Peers: PyTorch SDPA (cuDNN and FlashAttention-2 backends) on the contiguous cache,
+called as a user would for decoding; flash-attn-4's ``flash_attn_varlen_func`` with ``seqused_k`` (and its
+page table, its own split heuristic); FlashInfer's decode / prefill wrappers on the paged cache.
+
+FlashInfer (0.7.2.post1 on PyPI) is a JIT package: a 62 MB wheel of CUDA sources that nvcc and ninja compile
+on first use, whose ``import`` pulls in cuda-python, cuda-tile, nccl4py, the cuDNN frontend and NVML bindings;
+``benchmarks/fetch_flashinfer.sh`` packs it with those for the GPU machine (in parts: one transfer carries at
+most 64 MB). Where it does not import, its rows carry the error.
+
+Beside TFLOP/s, every row gets the KV bandwidth it achieved (``kv_tbps``: cache bytes read per second) and,
+when the run measured it, its fraction of the GPU's copy bandwidth (``hbm_fraction``). ``python -m
+benchmarks.decode`` runs a slice of the suite on the local GPU with the device-to-device copy measured in the
+same process, compares the cost model's split choice with the measured best split, and writes the JSON and a
+chart of bandwidth against kv_len.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from .suite import Config
+
+__all__ = ["configs", "SYSTEMS", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
+
+_BATCHES = (1, 8, 32, 128)
+_KV_LENS = (1024, 4096, 16384, 65536, 131072)
+_GQA = ((32, 8, "llama3-8b"), (64, 8, "llama3-70b"))
+_Q_LENS = (1, 4)
+_PAGE = 16
+_MAX_TOKENS = 1 << 21  # 2M cached tokens: 8 GiB of bf16 K and V at 8 KV heads x 128
+PEERS = ("pt-tvm", "pt-tvm-model", "cudnn-sdpa", "fa2-sdpa", "fa3", "flashinfer")
+_CONTIGUOUS_ONLY = ("cudnn-sdpa", "fa2-sdpa")
+
+
+def _config(batch: int, kv_len: int, heads: int, kv_heads: int, model: str, q_len: int, page: int) -> Config:
+    problem = dict(batch=batch, q_len=q_len, heads=heads, kv_heads=kv_heads, kv_len=kv_len, dim=128,
+                   dtype="bfloat16", page_size=page)
+    systems = tuple(s for s in PEERS if not (page and s in _CONTIGUOUS_ONLY))
+    return Config("decode", "decode_attention", problem, systems,
+                  f"{model} q{q_len} {'paged' if page else 'contiguous'}")
+
+
+def configs() -> list[Config]:
+    """The full decode grid (batch x kv_len x GQA x q_len x layout, within the token budget)."""
+    return [_config(b, n, h, kv, model, q, page)
+            for h, kv, model in _GQA for q in _Q_LENS for page in (0, _PAGE) for b in _BATCHES for n in _KV_LENS
+            if b * n <= _MAX_TOKENS]
+
+
+# ---------------------------------------------------------------- peers
+def _full_lengths(problem: Mapping[str, Any]) -> None:
+    if problem.get("ragged"):
+        raise ValueError("this peer reads the whole cache: it takes full sequences only (ragged=False)")
+
+
+def sdpa(backend_name: str) -> Callable:
+    """``F.scaled_dot_product_attention`` on the contiguous cache, as a user calls it to decode: the new queries
+    against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right)."""
+
+    def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.attention.bias import causal_lower_right
+
+        if problem["page_size"]:
+            raise ValueError("SDPA takes no paged cache")
+        _full_lengths(problem)
+        backend = getattr(SDPBackend, backend_name)
+        q_len, kv_len = problem["q_len"], problem["kv_len"]
+        mask = causal_lower_right(q_len, kv_len) if q_len > 1 else None
+        gqa = problem["heads"] != problem["kv_heads"]
+
+        def run(q, k, v, seqlens):
+            with sdpa_kernel(backend):
+                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                   attn_mask=mask, enable_gqa=gqa)
+            return o.transpose(1, 2)
+
+        return run, {"layout": "BHSD views of the BSHD cache", "mask": "causal_lower_right" if mask else "none"}
+
+    return make
+
+
+def flash_attn_4(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+    """flash-attn-4's CuTe forward with per-sequence lengths (``seqused_k``), its page table for a paged cache,
+    and its own split heuristic (``num_splits=0``)."""
+    from flash_attn.cute import flash_attn_varlen_func
+
+    causal = problem["q_len"] > 1
+
+    def run(q, k, v, seqlens, table=None):
+        out = flash_attn_varlen_func(q, k, v, seqused_k=seqlens, page_table=table, causal=causal, num_splits=0)
+        return out[0] if isinstance(out, tuple) else out
+
+    return run, {"package": "flash-attn-4 (CuTe)", "num_splits": "heuristic"}
+
+
+def flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+    """FlashInfer's paged-cache wrappers (decode for one query token, prefill with a causal mask for several),
+    planned once per config as a server plans once per step; the timed call is ``run``."""
+    import flashinfer
+    import torch
+
+    if not problem["page_size"]:
+        raise ValueError("FlashInfer's wrappers take a paged cache")
+    _full_lengths(problem)
+    p = problem
+    pages_per_seq = p["kv_len"] // p["page_size"]
+    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    state: dict = {}
+
+    def run(q, k, v, seqlens, table):
+        if "wrapper" not in state:  # plan on the first call: the page indices are the inputs' own
+            indptr = torch.arange(0, (p["batch"] + 1) * pages_per_seq, pages_per_seq, dtype=torch.int32, device="cuda")
+            last = torch.full((p["batch"],), p["page_size"], dtype=torch.int32, device="cuda")
+            if p["q_len"] == 1:
+                w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD")
+                w.plan(indptr, table.flatten(), last, p["heads"], p["kv_heads"], p["dim"], p["page_size"],
+                       q_data_type=q.dtype, kv_data_type=k.dtype)
+            else:
+                w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD")
+                qo = torch.arange(0, (p["batch"] + 1) * p["q_len"], p["q_len"], dtype=torch.int32, device="cuda")
+                w.plan(qo, indptr, table.flatten(), last, p["heads"], p["kv_heads"], p["dim"], p["page_size"],
+                       causal=True, q_data_type=q.dtype, kv_data_type=k.dtype)
+            state["wrapper"] = w
+        w = state["wrapper"]
+        if p["q_len"] == 1:
+            return w.run(q[:, 0], (k, v)).unsqueeze(1)
+        return w.run(q.flatten(0, 1), (k, v)).view(q.shape)
+
+    return run, {"package": f"flashinfer {getattr(flashinfer, '__version__', '?')}",
+                 "note": "planned on the first call with the inputs' page table; every timed set shares it"}
+
+
+SYSTEMS: dict[str, Callable] = {"flashinfer": flashinfer}
+
+
+def peer(name: str) -> Callable | None:
+    """The decode form of a shared peer name (the SDPA backends, flash-attn-4), for systems.py to dispatch to."""
+    return {"cudnn-sdpa": sdpa("CUDNN_ATTENTION"), "fa2-sdpa": sdpa("FLASH_ATTENTION"), "fa3": flash_attn_4}.get(name)
+
+
+# ---------------------------------------------------------------- bandwidth
+def hbm_copy_tbps(gib: float = 2.0) -> float:
+    """The GPU's device-to-device copy bandwidth in TB/s (bytes read plus written per second), median of many."""
+    import torch
+
+    from pt_tvm.measure import time_interleaved
+
+    n = int(gib * (1 << 30)) // 4
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    t = time_interleaved({"copy": lambda s, d: d.copy_(s)}, [(src, dst)], rounds=3, warmup_ms=100.0,
+                         round_ms=200.0)["copy"]
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * n * 4 / (t.ms * 1e-3) / 1e12
+
+
+def with_bandwidth(rows: Sequence[dict], peak_tbps: float | None = None) -> list[dict]:
+    """Rows with ``kv_tbps`` (KV-cache bytes read per second) and, given the copy peak, ``hbm_fraction``."""
+    from pt_tvm.templates.decode_attention import kv_bytes
+
+    out = []
+    for row in rows:
+        row = dict(row)
+        if row.get("kernel") == "decode_attention" and row.get("ms"):
+            row["kv_tbps"] = kv_bytes(row["config"]) / (row["ms"] * 1e-3) / 1e12
+            if peak_tbps:
+                row["hbm_fraction"] = row["kv_tbps"] / peak_tbps
+        out.append(row)
+    return out
+
+
+# ---------------------------------------------------------------- the model's split against the measured best
+def split_sweep(problem: Mapping[str, Any], vdev: Any, *, workers: int, rep_ms: float = 200.0) -> dict:
+    """For each split count of the tile space: the best-predicted warp-specialized plan with it, compiled (in
+    ``workers`` processes), checked and timed; the model's pick and the measured best side by side."""
+    import torch
+
+    from pt_tvm import templates
+    from pt_tvm.compiler import planned_func, schedule_template
+    from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
+    from pt_tvm.plan import Style
+    from pt_tvm.tune import compile_jobs, warm
+
+    template = templates.get("decode_attention")
+    result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
+    per_split: dict[int, Any] = {}
+    for c in result.ranked:
+        if c.plan.style == Style.WARP_SPECIALIZED:
+            per_split.setdefault(c.plan.tile["num_splits"], c)
+    cands = [per_split[s] for s in sorted(per_split)]
+    warm(compile_jobs("decode_attention", problem, vdev, cands), workers)
+    make = lambda seed: template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed))  # noqa: E731
+    sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
+    check = make(99)
+    ref = template.reference(*check, **problem)
+    kernels, rows = {}, []
+    for c in cands:
+        row = {"num_splits": c.plan.tile["num_splits"], "block_N": c.plan.tile["block_N"],
+               "predicted_ms": c.seconds * 1e3, "note": c.note}
+        try:
+            kernel = template.compile(planned_func("decode_attention", problem, c, vdev), vdev.tvm_target())
+            row["rel_err"] = rel_err(kernel(*check), ref)
+            if row["rel_err"] <= REL_TOL[problem["dtype"]]:
+                kernels[row["num_splits"]] = kernel
+        except Exception as e:  # a plan that does not build is a row, not a crash
+            row["error"] = f"{type(e).__name__}: {str(e).strip()[-300:]}"
+        rows.append(row)
+    times = time_interleaved({str(s): k for s, k in kernels.items()}, sets, rounds=3, warmup_ms=30.0,
+                             round_ms=rep_ms / 3)
+    for row in rows:
+        if str(row["num_splits"]) in times:
+            row["ms"] = times[str(row["num_splits"])].ms
+    timed = [r for r in rows if "ms" in r]
+    del sets, check, ref
+    torch.cuda.empty_cache()
+    return {"config": dict(problem), "model_splits": result.best.plan.tile["num_splits"],
+            "model_ws_splits": min(per_split, key=lambda s: per_split[s].seconds) if per_split else None,
+            "measured_best_splits": min(timed, key=lambda r: r["ms"])["num_splits"] if timed else None,
+            "splits": rows}
+
+
+# ---------------------------------------------------------------- the GPU run
+_GPU_SLICE = [  # (batch, kv_len, GQA, q_len, page): every batch size, 1k..128k, both layouts and models, q_len 1, 4
+    (1, 131072, 0, 1, 0), (1, 16384, 0, 1, _PAGE), (1, 1024, 1, 1, 0), (8, 65536, 1, 1, _PAGE),
+    (8, 4096, 0, 4, 0), (32, 16384, 1, 4, _PAGE), (128, 4096, 0, 1, _PAGE), (128, 16384, 0, 1, 0),
+]
+_SWEEP = [(1, 65536, 0, 1, 0), (32, 16384, 0, 1, 0), (128, 4096, 0, 1, 0)]
+
+
+def _slice(entries: Sequence[tuple]) -> list[Config]:
+    return [_config(b, n, *_GQA[g], q, page) for b, n, g, q, page in entries]
+
+
+def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
+    """Achieved KV bandwidth against kv_len, one panel per batch size, a line per system; the copy peak dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    batches = sorted({r["config"]["batch"] for r in rows if r.get("kv_tbps")})
+    fig, axes = plt.subplots(1, max(1, len(batches)), figsize=(4.2 * max(1, len(batches)), 3.6), squeeze=False)
+    for ax, b in zip(axes[0], batches):
+        for system in sorted({r["system"] for r in rows}):
+            pts = sorted((r["config"]["kv_len"], r["kv_tbps"]) for r in rows
+                         if r["system"] == system and r["config"]["batch"] == b and r.get("kv_tbps") and r.get("valid"))
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=system)
+        if peak:
+            ax.axhline(peak, ls="--", c="k", lw=1, label="copy peak")
+            ax.axhline(0.85 * peak, ls=":", c="k", lw=1, label="85% of it")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"batch {b}")
+        ax.set_xlabel("kv_len")
+        ax.set_ylabel("KV TB/s")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure the GPU slice (or ``--all``) with peers, the copy peak and the split sweep; write JSON and chart."""
+    from pt_tvm import hw
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.decode", description=main.__doc__)
+    ap.add_argument("--out", default="decode-run", help="folder for decode.json, splits.json and the chart")
+    ap.add_argument("--all", action="store_true", help="the whole decode grid, not the GPU slice")
+    ap.add_argument("--systems", help="comma-separated subset of " + ",".join(PEERS))
+    ap.add_argument("--tune-top-k", type=int, default=2)
+    ap.add_argument("--rep-ms", type=float, default=300.0)
+    ap.add_argument("--only", choices=("suite", "sweep"), help="the suite slice alone, or the split sweep alone")
+    ap.add_argument("--workers", type=int, default=0)
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    vdev = hw.from_device()
+    workers = args.workers or max(1, (os.cpu_count() or 2) - 1)
+    t0 = time.perf_counter()
+    peak = hbm_copy_tbps()
+    print(f"device-to-device copy: {peak:.2f} TB/s", flush=True)
+    if args.only != "sweep":
+        _suite(args, vdev, peak, workers, argv)
+    if args.only != "suite":
+        _sweep(args, vdev, peak, workers)
+    print(f"done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return 0
+
+
+def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv: Sequence[str] | None) -> None:
+    """The suite (slice) with its peers: decode.json and bandwidth.png."""
+    import torch
+
+    from .suite import header, run_configs, write_run
+
+    t0 = time.perf_counter()
+    chosen = configs() if args.all else _slice(_GPU_SLICE)
+    if args.systems:
+        keep = set(args.systems.split(","))
+        chosen = [Config(c.suite, c.kernel, c.problem, tuple(s for s in c.systems if s in keep), c.note)
+                  for c in chosen]
+    head = header(" ".join(["python -m benchmarks.decode", *(argv or sys.argv[1:])]), torch.cuda.get_device_name())
+    head["hbm_copy_tbps"] = peak
+    path = os.path.join(args.out, "decode.json")
+    rows = run_configs(chosen, vdev, rep_ms=args.rep_ms, workers=workers,
+                       system_options={"tune_top_k": args.tune_top_k},
+                       on_config=lambda r: write_run(path, head, with_bandwidth(r, peak)))
+    rows = with_bandwidth(rows, peak)
+    head["suite_s"] = round(time.perf_counter() - t0, 1)
+    write_run(path, head, rows)
+    chart(rows, peak, os.path.join(args.out, "bandwidth.png"))
+
+
+def _sweep(args: argparse.Namespace, vdev: Any, peak: float, workers: int) -> None:
+    """The cost model's split against the measured best: splits.json."""
+    sweeps = []
+    for cfg in _slice(_SWEEP):
+        sweeps.append(split_sweep(cfg.problem, vdev, workers=workers))
+        s = sweeps[-1]
+        print(f"splits {cfg.note} b{cfg.problem['batch']} kv{cfg.problem['kv_len']}: model {s['model_splits']} "
+              f"(warp-specialized {s['model_ws_splits']}), measured best {s['measured_best_splits']}", flush=True)
+        with open(os.path.join(args.out, "splits.json"), "w") as f:
+            json.dump({"hbm_copy_tbps": peak, "sweeps": sweeps}, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Every system timed two ways in one run: calls queued back to back, and replayed from a captured CUDA graph.
+
+Queued calls (:class:`pt_tvm.measure.Queued`) are what a Python caller gets:
+where the host cannot launch as fast as the GPU runs, its launch path shows.
+A CUDA graph replays the same calls with the host out of the way, as serving
+stacks run their kernels; it is the headline timing. A system whose calls
+cannot be captured keeps its queued timing and says why (``graph_error``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from pt_tvm.measure import Queued, Timing, time_samplers
+
+__all__ = ["Graphed", "capture", "TwoWays", "time_two_ways", "QUEUED", "GRAPH"]
+
+QUEUED, GRAPH = "queued", "cuda-graph"
+
+
+@dataclass(frozen=True)
+class Graphed:
+    """A CUDA graph of one call per input set; a sample is one replay, its per-call time the replay's
+    time over the calls it holds."""
+
+    graph: Any  # torch.cuda.CUDAGraph
+    calls_per_sample: int
+
+    def __call__(self, samples: int, offset: int = 0) -> list[float]:
+        import torch
+
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(samples)]
+        for start, end in events:
+            start.record()
+            self.graph.replay()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) / self.calls_per_sample for start, end in events]
+
+
+def capture(fn: Callable[..., Any], sets: Sequence[tuple]) -> Graphed:
+    """Capture ``fn`` once on each input set into one CUDA graph (after a warm-up on a side stream,
+    as ``torch.cuda.graphs`` asks); raises what the capture raised."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for inputs in sets[:2]:
+            fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for inputs in sets:
+            fn(*inputs)
+    torch.cuda.synchronize()
+    return Graphed(graph, len(sets))
+
+
+@dataclass(frozen=True)
+class TwoWays:
+    """One system's timings; ``graph`` is None when its calls could not be captured (``graph_error``)."""
+
+    queued: Timing
+    graph: Timing | None = None
+    graph_error: str = ""
+
+    @property
+    def headline(self) -> tuple[str, Timing]:
+        """(how, timing) the headline uses: the CUDA graph's, else the queued calls'."""
+        return (GRAPH, self.graph) if self.graph is not None else (QUEUED, self.queued)
+
+
+def time_two_ways(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], *, rounds: int = 5,
+                  warmup_ms: float = 100.0, round_ms: float = 100.0,
+                  describe: Callable[[BaseException], str] = repr) -> dict[str, TwoWays]:
+    """Queued and CUDA-graph timings of every callable, all interleaved in the same rounds (half of
+    ``round_ms`` each way); a failed capture is described by ``describe`` and leaves the queued timing."""
+    import torch
+
+    graphs: dict[str, Graphed] = {}
+    errors: dict[str, str] = {}
+    for name, fn in fns.items():
+        try:
+            graphs[name] = capture(fn, sets)
+        except Exception as e:  # a system that cannot be captured is timed queued only, and says why
+            errors[name] = describe(e)
+            torch.cuda.synchronize()  # a capture that broke the CUDA context stops the run here, loudly
+    samplers = {(name, QUEUED): Queued(fn, sets) for name, fn in fns.items()}
+    samplers.update({(name, GRAPH): g for name, g in graphs.items()})
+    timings = time_samplers(samplers, rounds=rounds, warmup_ms=warmup_ms, round_ms=round_ms / 2)
+    del graphs, samplers
+    return {name: TwoWays(timings[(name, QUEUED)], timings.get((name, GRAPH)), errors.get(name, ""))
+            for name in fns}

@@ -1,0 +1,189 @@
+"""Decoding attention as a PyTorch-facing function, with its plan found once per shape bucket.
+
+``decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None)`` runs
+the ``decode_attention`` template (split-KV FlashDecoding over a contiguous or
+paged KV cache). A decoding loop calls it at every step with a cache that
+grows by ``q_len`` tokens, so the plan (key tile, split count, pipeline) is
+chosen for a *bucket* of lengths, the next power of two of the longest
+sequence: the first step of a bucket searches (and, with ``tune``, measures)
+and compiles, every later step of it reuses the kernel. The kernel itself
+reads each sequence's length at run time, so a bucket's kernel is correct for
+every length up to the cache's capacity; the bucket only decides which plan
+is fastest. :class:`PlanBook` is the bucket cache, kept apart so that other
+ops can reuse it.
+"""
+from __future__ import annotations
+
+import contextvars
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Mapping
+
+import torch
+
+from . import hw, templates
+from .compiler import schedule_template
+from .errors import PtTvmError
+from .passes import apply_plan
+from .tune import tune_template
+
+__all__ = ["decode_attention", "DecodeAttention", "PlanBook", "DecodeInputError", "decode_problem", "bucket",
+           "check_inputs", "planned_for"]
+
+TEMPLATE = "decode_attention"
+
+
+class DecodeInputError(PtTvmError, ValueError):
+    """Tensors that ``decode_attention`` cannot take (shape, dtype, device, lengths or page numbers)."""
+
+
+def bucket(length: int, capacity: int) -> int:
+    """The shape bucket of a longest sequence ``length``: the next power of two, at most the capacity."""
+    return min(capacity, 1 << max(0, math.ceil(math.log2(max(length, 1)))))
+
+
+@dataclass
+class PlanBook:
+    """Compiled kernels per shape bucket: ``get(key)`` builds a key's kernel on its first use and returns it
+    from then on. Owned by an op instance (no module-level cache)."""
+
+    build: Callable[[Hashable], Any]
+    kernels: dict = field(default_factory=dict)
+
+    def get(self, key: Hashable) -> Any:
+        if key not in self.kernels:
+            self.kernels[key] = self.build(key)
+        return self.kernels[key]
+
+    def __len__(self) -> int:
+        return len(self.kernels)
+
+
+def decode_problem(q: Any, k_cache: Any, block_table: Any, softmax_scale: float | None) -> dict:
+    """The template problem of these tensors (``kv_len`` is the cache's capacity per sequence)."""
+    batch, q_len, heads, dim = (int(x) for x in q.shape)
+    paged = block_table is not None
+    page_size = int(k_cache.shape[1]) if paged else 0
+    problem = dict(batch=batch, q_len=q_len, heads=heads, kv_heads=int(k_cache.shape[2]),
+                   kv_len=int(block_table.shape[1]) * page_size if paged else int(k_cache.shape[1]), dim=dim,
+                   dtype=str(q.dtype).removeprefix("torch."), page_size=page_size,
+                   num_pages=int(k_cache.shape[0]) if paged else 0, ragged=False,
+                   softmax_scale=0.0 if softmax_scale is None else float(softmax_scale))
+    return problem
+
+
+def check_inputs(q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_table: Any = None) -> None:
+    """Raise :class:`DecodeInputError` naming what is wrong with the tensors, values included (a device sync).
+
+    Shapes and layouts the template itself rejects (page size, ``q_len``, head ratio) are reported by
+    :meth:`Template.resolve` with the parameter's name.
+    """
+    if q.dim() != 4:
+        raise DecodeInputError(f"q must be [batch, q_len, heads, dim], got shape {tuple(q.shape)}")
+    batch, q_len, _, dim = q.shape
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dim() != 4 or t.shape[-1] != dim:
+            raise DecodeInputError(f"{name} must be 4-d with head dim {dim}, got shape {tuple(t.shape)}")
+        if t.dtype != q.dtype or t.device != q.device:
+            raise DecodeInputError(f"{name} is {t.dtype} on {t.device}; q is {q.dtype} on {q.device}")
+    if k_cache.shape != v_cache.shape:
+        raise DecodeInputError(f"k_cache {tuple(k_cache.shape)} and v_cache {tuple(v_cache.shape)} differ")
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if not t.is_contiguous():
+            raise DecodeInputError(f"{name} must be contiguous (the kernel addresses it densely)")
+    if tuple(cache_seqlens.shape) != (batch,) or cache_seqlens.dtype != torch.int32:
+        raise DecodeInputError(f"cache_seqlens must be int32 [{batch}], got {cache_seqlens.dtype} "
+                               f"{tuple(cache_seqlens.shape)}")
+    if block_table is None:
+        if k_cache.shape[0] != batch:
+            raise DecodeInputError(f"a contiguous k_cache must be [batch={batch}, kv_len, kv_heads, dim], "
+                                   f"got {tuple(k_cache.shape)}")
+        capacity = int(k_cache.shape[1])
+    else:
+        if block_table.dim() != 2 or block_table.shape[0] != batch or block_table.dtype != torch.int32:
+            raise DecodeInputError(f"block_table must be int32 [batch={batch}, max_pages], got "
+                                   f"{block_table.dtype} {tuple(block_table.shape)}")
+        capacity = int(block_table.shape[1]) * int(k_cache.shape[1])
+    lengths = cache_seqlens.long()
+    if bool((lengths > capacity).any()):
+        raise DecodeInputError(f"cache_seqlens {int(lengths.max())} exceeds the cache's capacity of {capacity} "
+                               "tokens per sequence")
+    if bool((lengths < q_len).any()):
+        raise DecodeInputError(f"cache_seqlens {int(lengths.min())} is shorter than q_len={q_len}: the new "
+                               "tokens' keys must already be in the cache")
+    if block_table is not None:
+        page_size, pages = int(k_cache.shape[1]), int(k_cache.shape[0])
+        used = torch.arange(block_table.shape[1], device=block_table.device)[None, :] \
+            < ((lengths + page_size - 1) // page_size)[:, None]
+        bad = used & ((block_table < 0) | (block_table >= pages))
+        if bool(bad.any()):
+            b, p = (int(x) for x in bad.nonzero()[0])
+            raise DecodeInputError(f"block_table[{b}, {p}] = {int(block_table[b, p])} is out of range: the pool "
+                                   f"holds {pages} pages")
+
+
+@dataclass
+class DecodeAttention:
+    """The decoding-attention op with its own plan book: one search and compile per shape bucket.
+
+    ``tune``: plans measured on the GPU per bucket (0: the cost model's choice alone).
+    """
+
+    target: Any = None
+    tune: int = 0
+    book: PlanBook = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.book = PlanBook(self._compile)
+
+    def __call__(self, q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_table: Any = None,
+                 softmax_scale: float | None = None, *, max_seqlen: int | None = None, validate: bool = True) -> Any:
+        """``[batch, q_len, heads, dim]``: query ``i`` of sequence ``b`` attends to its cache's keys
+        ``0 .. cache_seqlens[b] - q_len + i``. ``max_seqlen`` (the longest ``cache_seqlens``) picks the bucket;
+        without it the op reads it from the device. ``validate=False`` skips the value checks (a sync)."""
+        if validate:
+            check_inputs(q, k_cache, v_cache, cache_seqlens, block_table)
+        problem = decode_problem(q, k_cache, block_table, softmax_scale)
+        templates.get(TEMPLATE).resolve(**problem)  # shapes the template cannot take fail here, by name
+        longest = int(cache_seqlens.max()) if max_seqlen is None else int(max_seqlen)
+        key = (tuple(sorted(problem.items())), bucket(longest, problem["kv_len"]), q.device.index)
+        inputs = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if block_table is not None else ())
+        return self.book.get(key)(*inputs)
+
+    def _compile(self, key: Hashable) -> Any:
+        """Search the bucket's plan at the bucket's length, then compile it for the cache's capacity."""
+        items, length, device = key
+        problem = dict(items)
+        vdev = hw.for_target(self.target) if self.target is not None else hw.from_device(device or 0)
+        searched = dict(problem, kv_len=length)
+        if problem["page_size"]:
+            page = problem["page_size"]
+            searched["kv_len"] = page * math.ceil(length / page)
+        if self.tune:
+            candidate = tune_template(TEMPLATE, vdev, params=searched, top_k=self.tune).best.candidate
+        else:
+            candidate = schedule_template(TEMPLATE, vdev, params=searched)[0].best
+        return templates.get(TEMPLATE).compile(planned_for(problem, candidate, vdev), vdev.tvm_target())
+
+    def plans(self) -> Mapping[Hashable, Any]:
+        """The compiled kernels by bucket key (for inspection)."""
+        return dict(self.book.kernels)
+
+
+def planned_for(problem: Mapping[str, Any], candidate: Any, target: Any) -> Any:
+    """The split kernel for ``problem`` (the cache's capacity) at the tile of a candidate searched at a bucket's
+    length, with its plan for ``target``: a bucket's plan fits every length, only its loop's trip count differs."""
+    return apply_plan(templates.get(TEMPLATE).build(**problem, **candidate.plan.tile), candidate.plan, target)
+
+
+_OP: contextvars.ContextVar[DecodeAttention] = contextvars.ContextVar("pt_tvm_decode_attention")
+
+
+def decode_attention(q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_table: Any = None,
+                     softmax_scale: float | None = None, **options: Any) -> Any:
+    """:class:`DecodeAttention` of the current context (one per context, made on first use); see its ``__call__``."""
+    op = _OP.get(None)
+    if op is None:
+        op = DecodeAttention()
+        _OP.set(op)
+    return op(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, **options)

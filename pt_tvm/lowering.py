@@ -1,0 +1,87 @@
+"""What pt-tvm knows of how TileLang 0.1.15 lowers a plan: base stages, named barriers, wgmma waits, pass configs.
+
+These are facts of TileLang's ``MaterializeWSSchedule`` and software pipeliner that the
+plan IR does not say by itself, shared by the rules (:mod:`pt_tvm.verify`), the cost model
+and emission (:mod:`pt_tvm.passes.apply`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tilelang.transform import PassConfigKey
+
+from .graph import Placement, STaskGraph
+from .hw import SEUKind, VDevice
+from .plan import ExecutionPlan, Style
+
+__all__ = ["base_stage", "NAMED_BARRIERS", "MAX_HANDOFF_WARPGROUPS", "handoff_barriers", "wgmma_waits",
+           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP"]
+
+FULL_ROW_POLICY = "1"  # tl GemmWarpPolicy.FullRow, as extraction records a gemm's policy
+UNROLL_LOOP = "tl.UnrollLoop"  # TVM's loop-unrolling pass config (not among TileLang's PassConfigKey)
+
+
+def base_stage(plan: ExecutionPlan, graph: STaskGraph, role: str) -> int:
+    """The stage at which MaterializeWSSchedule runs a role's loop statements that touch no pipeline
+    buffer (wgmma waits, handoff barriers): the lowest stage of the role's pipeline spans (0 without)."""
+    piped = {b for p in plan.pipelines if p.scope == "loop" for b in p.buffers}
+    return min((plan.append_of(t.id).stage for t in graph.loop_stasks if plan.append_of(t.id).role == role
+                and (t.read_buffers() | t.write_buffers()) & piped), default=0)
+
+
+# Named barriers a handoff may take: one per warpgroup, counted down from the last of the 16 hardware
+# barriers; TileLang 0.1.15 numbers its own from 3 upwards (thread_sync_types.h), and the emitted kernel
+# is checked for a collision (pt_tvm.emitted.named_barrier_clash).
+NAMED_BARRIERS = 16
+MAX_HANDOFF_WARPGROUPS = 4
+
+
+def handoff_barriers(plan: ExecutionPlan, vdev: VDevice) -> dict[str, tuple[int, ...]]:
+    """Role -> the named-barrier ids of its warpgroups' turns (warpgroup ``w`` waits on the ``w``-th)."""
+    out, top = {}, NAMED_BARRIERS
+    for h in plan.handoffs:
+        n = plan.role(h.role).warps // vdev.eu.warpgroup_warps
+        out[h.role] = tuple(range(top - n, top))
+        top -= n
+    return out
+
+
+def wgmma_waits(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[int, ...]]:
+    """In-flight gemm -> the wgmma groups that may stay in flight at its wait, as the stage offsets
+    (from the role's base stage) of the gemms that issue them after it.
+
+    Its ``wait_wgmma<N>`` runs at the base stage: in loop step ``k`` the group of a gemm ``o`` stages
+    behind exists once ``k >= o``, so ``N`` counts the offsets ``<= k``. wgmma groups complete in
+    issue order; a synchronous tensor-core sTask drains them all.
+    """
+    in_flight = plan.in_flight()
+    out: dict[str, tuple[int, ...]] = {}
+    for role in plan.roles:
+        base = base_stage(plan, graph, role.name)
+        pending: list[str] = []  # in-flight gemms of the step not yet waited for, oldest first
+        for a in plan.program(role.name, graph, Placement.LOOP):
+            for gemm in [g for g in pending if in_flight[g] == a.stask]:
+                later = pending[pending.index(gemm) + 1:]
+                out[gemm] = tuple(sorted(plan.append_of(g).stage - base for g in later))
+                pending = later
+            if a.seu == SEUKind.TENSOR_CORE:
+                pending = [*pending, a.stask] if a.stask in in_flight else []
+    return out
+
+
+def emission_configs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, Any]:
+    """TileLang pass configs the plan's kernel must be lowered with.
+
+    * a software-pipelined plan on a chip where TileLang warp-specializes by default turns
+      that off (``tl.disable_warp_specialized``): loads become cp.async, all warps compute;
+    * a cp.async pipeline over a run-time trip count (causal loops) needs its epilogue's
+      wait-group loop unrolled, or TileLang 0.1.15's codegen meets a run-time wait count.
+    """
+    out: dict[str, Any] = {}
+    if plan.style != Style.SOFTWARE_PIPELINE:
+        return out
+    if "warp_specialization" in vdev.features:
+        out[PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value] = True
+    if "cp_async" in vdev.features and not graph.loop.extent.isdigit() and any(a.stage for a in plan.appends):
+        out[UNROLL_LOOP] = {"explicit_unroll": True}
+    return out

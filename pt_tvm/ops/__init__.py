@@ -1,0 +1,35 @@
+"""pt-tvm's kernels as PyTorch ops (``torch.ops.pt_tvm.*``), callable from eager code and from
+``torch.compile(fullgraph=True)`` graphs without breaks.
+
+Ops: :func:`attention` (``flash_attn_func`` conventions), :func:`matmul`, :func:`linear`, Mamba2's
+:func:`chunk_state`, :func:`chunk_scan` and the whole SSD forward :func:`ssd_chunk_scan`
+(``mamba_chunk_scan_combined`` conventions), plus the kernel op ``torch.ops.pt_tvm.gemm``. Each has a
+fake (meta) implementation for tracing. The first call of a new shape finds its plan in the plan
+cache, else searches it with the cost model (or, after ``configure(tune=True)`` or with
+``PT_TVM_TUNE=1``, measures the best few on the GPU), compiles it and logs the choice on logger
+``pt_tvm.ops``; later calls of the shape reuse the compiled kernel (see :mod:`pt_tvm.ops.kernels`).
+
+Example::
+
+    import torch, pt_tvm.ops as ops
+
+    class Block(torch.nn.Module):
+        def __init__(self, d=1024, heads=8):
+            super().__init__()
+            self.heads, self.qkv, self.out = heads, torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+
+        def forward(self, x):                                   # x [batch, seqlen, d], fp16/bf16, CUDA
+            b, s, d = x.shape
+            q, k, v = ops.linear(x, self.qkv.weight, self.qkv.bias).view(b, s, 3, self.heads, -1).unbind(2)
+            o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+            return ops.linear(o.view(b, s, d), self.out.weight, self.out.bias)
+
+    model = torch.compile(Block().cuda().half(), fullgraph=True)
+"""
+from .attention import attention
+from .gemm import gemm, linear, matmul
+from .kernels import Config, KernelStore, configure, current, using
+from .ssd import chunk_scan, chunk_state, ssd_chunk_scan
+
+__all__ = ["attention", "matmul", "linear", "gemm", "chunk_state", "chunk_scan", "ssd_chunk_scan",
+           "Config", "KernelStore", "configure", "current", "using"]

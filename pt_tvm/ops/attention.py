@@ -1,0 +1,110 @@
+"""``pt_tvm::attention``: attention forward over ``[batch, seqlen, heads, head_dim]`` tensors, as
+``flash_attn_func`` takes them (and packed ``[total, heads, head_dim]`` ones with ``cu_seqlens``, as
+``flash_attn_varlen_func``), on the ``flash_attention`` template."""
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import checks
+from .checks import ArgumentError, ArgumentTypeError
+from .kernels import launch
+
+__all__ = ["attention"]
+
+OP = "pt_tvm.ops.attention"
+TEMPLATE = "flash_attention"
+_BSHD_Q = ("batch", "seqlen_q", "heads", "head_dim")
+_BSHD_KV = ("batch", "seqlen_k", "kv_heads", "head_dim")
+_THD_Q = ("total_q", "heads", "head_dim")
+_THD_KV = ("total_k", "kv_heads", "head_dim")
+
+
+def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_seqlens_q: Optional[Tensor],
+           cu_seqlens_k: Optional[Tensor], max_seqlen_q: Optional[int], max_seqlen_k: Optional[int]) -> None:
+    """Types, dtypes, layouts, devices and sizes of the arguments; each error names the argument."""
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    q_dims, kv_dims = (_THD_Q, _THD_KV) if varlen else (_BSHD_Q, _BSHD_KV)
+    dims = checks.Dims(OP)
+    for name, t, layout in (("q", q, q_dims), ("k", k, kv_dims), ("v", v, kv_dims)):
+        checks.tensor(OP, name, t, layout, checks.HALF)
+        dims.bind(name, t, layout)
+    for name, t in (("k", k), ("v", v)):
+        if t.dtype != q.dtype:
+            raise ArgumentTypeError(f"{OP}: argument {name!r} is {t.dtype} but 'q' is {q.dtype}")
+    if dims["heads"] % dims["kv_heads"]:
+        raise ArgumentError(f"{OP}: argument 'k' has kv_heads={dims['kv_heads']}, which must divide the "
+                            f"heads={dims['heads']} of 'q' (grouped-query attention)")
+    if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
+        raise ArgumentError(f"{OP}: argument 'softmax_scale' must be a positive finite number, "
+                            f"got {softmax_scale!r}")
+    checks.kernel_device(OP, "q", q)
+    checks.same_device(OP, {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k})
+    if varlen:
+        _check_varlen(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    else:
+        for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+            if value is not None:
+                raise ArgumentError(f"{OP}: argument {name!r} is for variable-length batches (with cu_seqlens_q "
+                                    f"and cu_seqlens_k); leave it None for [batch, seqlen, heads, head_dim] inputs")
+
+
+def _check_varlen(cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], max_seqlen_q: Optional[int],
+                  max_seqlen_k: Optional[int]) -> None:
+    """Both ``cu_seqlens`` as int32 ``[batch + 1]`` tensors, both maximum lengths as positive ints."""
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if t is None:
+            raise ArgumentError(f"{OP}: variable-length attention takes both cu_seqlens_q and cu_seqlens_k; "
+                             f"argument {name!r} is None")
+        checks.tensor(OP, name, t, ("batch_plus_1",), (torch.int32,))
+    if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.shape[0] < 2:
+        raise ArgumentError(f"{OP}: arguments 'cu_seqlens_q' and 'cu_seqlens_k' must both have batch + 1 >= 2 "
+                            f"entries, got {tuple(cu_seqlens_q.shape)} and {tuple(cu_seqlens_k.shape)}")
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if value is None or value < 1:
+            raise ArgumentError(f"{OP}: argument {name!r} must be the longest sequence's length (a positive "
+                                f"int) with cu_seqlens, got {value!r}")
+
+
+def _problem(q: Tensor, k: Tensor, causal: bool, softmax_scale: Optional[float], varlen: bool) -> dict:
+    """The ``flash_attention`` problem of checked arguments. This template takes one length for queries and
+    keys and the scale ``1/sqrt(head_dim)``; the rest of the op's arguments wait for the any-shape
+    templates (issue 14, items 1-2), and until then raise here, naming what is missing."""
+    if varlen:
+        raise ArgumentError(f"{OP}: variable-length batches (cu_seqlens_q/cu_seqlens_k) need a varlen attention "
+                            f"template; this pt-tvm's {TEMPLATE!r} takes [batch, seqlen, heads, head_dim] only")
+    batch, seqlen_q, heads, dim = q.shape
+    seqlen_k, kv_heads = k.shape[1], k.shape[2]
+    if seqlen_q != seqlen_k:
+        raise ArgumentError(f"{OP}: seqlen_q={seqlen_q} of 'q' differs from seqlen_k={seqlen_k} of 'k' (a KV "
+                            f"cache); this pt-tvm's {TEMPLATE!r} template takes equal lengths only")
+    if softmax_scale is not None and not math.isclose(softmax_scale, dim ** -0.5, rel_tol=1e-6):
+        raise ArgumentError(f"{OP}: softmax_scale={softmax_scale!r}; this pt-tvm's {TEMPLATE!r} template scales "
+                            f"by 1/sqrt(head_dim)={dim ** -0.5!r} only")
+    return {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_len": seqlen_q, "dim": dim,
+            "causal": causal, "dtype": str(q.dtype).removeprefix("torch.")}
+
+
+@torch.library.custom_op("pt_tvm::attention", mutates_args=())
+def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_scale: Optional[float] = None,
+              cu_seqlens_q: Optional[Tensor] = None, cu_seqlens_k: Optional[Tensor] = None,
+              max_seqlen_q: Optional[int] = None, max_seqlen_k: Optional[int] = None) -> Tensor:
+    """``softmax(q k^T * softmax_scale) v`` per head; query head ``h`` reads key/value head ``h // (heads //
+    kv_heads)`` (GQA/MQA); ``softmax_scale`` defaults to ``1/sqrt(head_dim)``; ``causal`` masks keys after the
+    query (aligned bottom-right when the lengths differ, as FlashAttention 2.1+).
+
+    ``q [batch, seqlen_q, heads, head_dim]``, ``k``/``v [batch, seqlen_k, kv_heads, head_dim]``, float16 or
+    bfloat16, contiguous, on one CUDA device; or packed ``[total, heads, head_dim]`` with int32
+    ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k``. Returns ``q``'s shape.
+    """
+    _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    varlen = cu_seqlens_q is not None
+    return launch(TEMPLATE, _problem(q, k, causal, softmax_scale, varlen), q, k, v)
+
+
+@attention.register_fake
+def _(q, k, v, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+      max_seqlen_k=None):
+    _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    return torch.empty_like(q)

@@ -1,0 +1,104 @@
+"""``pt_tvm::gemm`` (the ``gemm`` template's kernel) and the ``matmul`` and ``linear`` ops built on it.
+
+``linear``'s weight ``[out, in]`` is read as it lies: the template's ``trans_B`` variant copies the
+``[N, K]`` tiles of ``B`` and multiplies by their transpose in the shared main loop, so no call
+transposes or copies the weight. ``matmul`` and ``linear`` are composite ops (their body is traced
+by ``torch.compile``): leading dims fold into ``M`` as a view, and ``linear``'s bias is a plain
+PyTorch add after the kernel (one more elementwise pass in eager mode; Inductor fuses it with what
+follows), since the template has no bias epilogue.
+"""
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import checks
+from .checks import ArgumentError, ArgumentTypeError
+from .kernels import launch
+
+__all__ = ["gemm", "matmul", "linear"]
+
+TEMPLATE = "gemm"
+
+
+def _check_gemm(op: str, a: Tensor, b: Tensor, b_dims: tuple, names: tuple = ("a", "b"),
+                bias: Optional[Tensor] = None) -> checks.Dims:
+    """``a [M, K]`` and ``b`` (``b_dims``) as the kernel takes them, and ``bias [N]`` (any layout) when
+    given; returns the bound sizes."""
+    dims = checks.Dims(op)
+    for name, t, layout in ((names[0], a, ("M", "K")), (names[1], b, b_dims)):
+        checks.tensor(op, name, t, layout, checks.HALF)
+        dims.bind(name, t, layout)
+    if b.dtype != a.dtype:
+        raise ArgumentTypeError(f"{op}: argument {names[1]!r} is {b.dtype} but {names[0]!r} is {a.dtype}")
+    if bias is not None:
+        checks.tensor(op, "bias", bias, ("N",), (a.dtype,), contiguous=False)
+        dims.bind("bias", bias, ("N",))
+    checks.kernel_device(op, names[0], a)
+    checks.same_device(op, {names[0]: a, names[1]: b, "bias": bias})
+    return dims
+
+
+def _b_dims(trans_b: bool) -> tuple:
+    return ("N", "K") if trans_b else ("K", "N")
+
+
+@torch.library.custom_op("pt_tvm::gemm", mutates_args=())
+def gemm(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
+    """``a @ b`` (``a @ b.T`` with ``trans_b``) with float32 accumulation: ``a [M, K]``, ``b [K, N]``
+    (``[N, K]`` with ``trans_b``), float16 or bfloat16, contiguous, on one CUDA device; returns ``[M, N]``."""
+    dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b))
+    problem = {"M": dims["M"], "N": dims["N"], "K": dims["K"], "dtype": str(a.dtype).removeprefix("torch."),
+               "trans_B": trans_b}
+    return launch(TEMPLATE, problem, a, b)
+
+
+@gemm.register_fake
+def _(a, b, trans_b=False):
+    dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b))
+    return a.new_empty((dims["M"], dims["N"]))
+
+
+def _rows(op: str, name: str, x: Tensor) -> None:
+    """``x [..., K]`` with at least one dim, contiguous (its leading dims fold into M as a view)."""
+    if x.dim() == 0:
+        raise ArgumentError(f"{op}: argument {name!r} must have at least one dim [..., K], got a scalar")
+    checks.tensor(op, name, x, (*(f"d{i}" for i in range(x.dim() - 1)), "K"), checks.HALF)
+
+
+torch.library.define("pt_tvm::matmul", "(Tensor a, Tensor b) -> Tensor")
+
+
+@torch.library.impl("pt_tvm::matmul", "CompositeImplicitAutograd")
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    op = "pt_tvm.ops.matmul"
+    _rows(op, "a", a)
+    m = math.prod(a.shape[:-1])
+    dims = _check_gemm(op, a.view(m, a.shape[-1]), b, ("K", "N"))
+    return gemm(a.view(m, dims["K"]), b).view(*a.shape[:-1], dims["N"])
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` for ``a [..., K]`` and a matrix ``b [K, N]`` (float16 or bfloat16, contiguous, one CUDA
+    device): ``torch.matmul`` with ``b`` 2-D. Returns ``[..., N]``."""
+    return torch.ops.pt_tvm.matmul(a, b)
+
+
+torch.library.define("pt_tvm::linear", "(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor")
+
+
+@torch.library.impl("pt_tvm::linear", "CompositeImplicitAutograd")
+def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    op = "pt_tvm.ops.linear"
+    _rows(op, "x", x)
+    m = math.prod(x.shape[:-1])
+    dims = _check_gemm(op, x.view(m, x.shape[-1]), weight, ("N", "K"), names=("x", "weight"), bias=bias)
+    out = gemm(x.view(m, dims["K"]), weight, trans_b=True).view(*x.shape[:-1], dims["N"])
+    return out if bias is None else out + bias
+
+
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``x @ weight.T + bias`` as ``torch.nn.functional.linear``: ``x [..., in]``, ``weight [out, in]``,
+    ``bias [out]`` (float16 or bfloat16, contiguous, one CUDA device). Returns ``[..., out]``."""
+    return torch.ops.pt_tvm.linear(x, weight, bias)

@@ -1,0 +1,379 @@
+"""The plans worth trying for one tile (the intra-EU space): construction, orders, stages and sync variants.
+
+Two plan shapes, one per emission style:
+
+* warp-specialized (Hopper): a TMA producer warp streams global->shared tiles
+  through pipelines of ``depth`` versions; ``consumer_wgs`` consumer warpgroups
+  run everything else, reading each pipeline at a chosen stage.
+* software-pipelined (sm_80, ROCm; Hopper without a producer warp): one role;
+  loads at stage 0, the rest at ``num_stages - 1``.
+
+Within a role the order is a topological order of the sTasks under the stage
+offsets (the paper's priority list scheduling): an edge whose source runs in
+the same step as its destination fixes their order; the priority picks among
+the ready sTasks. Around those base plans the space offers each asynchronous
+sTask moved through the program, wgmmas kept in flight (the Wait primitive on
+the tensor core) and consumer warpgroups taking turns (Handoff).
+"""
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import random
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .graph import DepKind, OpKind, Placement, STask, STaskGraph
+from .hw import SEUKind, VDevice
+from .plan import (
+    Append,
+    ExecutionPlan,
+    Handoff,
+    Pipeline,
+    Role,
+    Style,
+    TileOrder,
+    Wait,
+    effective_distance,
+    in_flight_clash,
+)
+from .verify import violations
+
+__all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
+           "consumer_nreg", "in_flight_variants", "overlapped", "handoff_variants", "base_plans", "async_moves",
+           "reordered", "resource_bound", "PANELS", "tile_orders", "tile_walks"]
+
+PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
+PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the intra-EU search enumerates (defaults cover the paper's space for one loop)."""
+
+    consumer_wgs: tuple[int, ...] = (1, 2)
+    depths: tuple[int, ...] = (1, 2, 3, 4)
+    max_stage: int = 1
+    random_orders: int = 4
+
+
+class Priority(str, enum.Enum):
+    """How list scheduling picks among ready sTasks."""
+
+    PROGRAM = "program"  # the order the kernel was written in
+    TENSOR_FIRST = "tensor_first"  # issue tensor-core sTasks as early as possible (async overlap)
+    OLDEST_FIRST = "oldest_first"  # sTasks of older iterations (higher stage) first
+
+
+def is_load(t: STask, graph: STaskGraph) -> bool:
+    """A global -> shared copy: the work a producer role (or an async copy stage) takes."""
+    return (t.op == OpKind.COPY and bool(t.reads) and bool(t.writes)
+            and t.reads[0].scope == "global" and t.writes[0].scope == "shared")
+
+
+def consumer_nreg(vdev: VDevice, consumer_wgs: int) -> int:
+    """The largest setmaxnreg budget the consumers can take after the producer warpgroup's share."""
+    eu = vdev.eu
+    free = eu.regs_per_eu - eu.warpgroup_threads * PRODUCER_NREG
+    per = free // (eu.warpgroup_threads * consumer_wgs)
+    per -= per % eu.reg_alloc_granularity
+    return min(per, 240)
+
+
+def _key(priority: Priority | Mapping[str, float], t: STask, stage: int) -> tuple:
+    if isinstance(priority, Mapping):
+        return (priority.get(t.id, 0.0), t.index)
+    if priority == Priority.TENSOR_FIRST:
+        return (t.seu != SEUKind.TENSOR_CORE, t.index)
+    if priority == Priority.OLDEST_FIRST:
+        return (-stage, t.index)
+    return (t.index,)
+
+
+def order_role(graph: STaskGraph, stasks: Sequence[STask], stage: Mapping[str, int],
+               versions: Callable[[str], int], priority: Priority | Mapping[str, float]) -> list[STask] | None:
+    """A list-scheduled order of one role's loop sTasks, or None when the stages admit none."""
+    members = {t.id: t for t in stasks}
+    succ: dict[str, set[str]] = {t.id: set() for t in stasks}
+    indeg = {t.id: 0 for t in stasks}
+    for e in graph.edges:
+        if e.src not in members or e.dst not in members:
+            continue
+        gap = effective_distance(e, versions) + stage[e.dst] - stage[e.src]
+        if gap < 0 or (gap == 0 and e.src == e.dst):
+            return None  # the source would run in a later step than the instance it must precede
+        if gap == 0 and e.dst not in succ[e.src]:
+            succ[e.src].add(e.dst)
+            indeg[e.dst] += 1
+    heap = [(_key(priority, t, stage[t.id]), t.id) for t in stasks if indeg[t.id] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, sid = heapq.heappop(heap)
+        out.append(members[sid])
+        for nxt in sorted(succ[sid]):
+            indeg[nxt] -= 1
+            if indeg[nxt] == 0:
+                heapq.heappush(heap, (_key(priority, members[nxt], stage[nxt]), nxt))
+    return out if len(out) == len(stasks) else None
+
+
+def _cross_role_waits(graph: STaskGraph, role_of: Mapping[str, str]) -> list[Wait]:
+    on: dict[str, list[str]] = {}
+    for e in graph.edges:
+        if e.kind == DepKind.RAW and role_of[e.src] != role_of[e.dst] and e.src not in on.get(e.dst, []):
+            on.setdefault(e.dst, []).append(e.src)
+    return [Wait(dst, tuple(srcs)) for dst, srcs in on.items()]
+
+
+def _pipelines(graph: STaskGraph, loads: Sequence[STask], depth: int, producer: str, consumer: str) -> list[Pipeline]:
+    """One pipeline per group of loaded buffers that the same sTasks read (e.g. K apart from V, A with B)."""
+    groups: dict[tuple, list[str]] = {}
+    for t in loads:
+        buf = t.writes[0].buffer
+        readers = tuple(sorted(r.id for r in graph.stasks if buf in r.read_buffers()))
+        groups.setdefault((t.placement, readers), []).append(buf)
+    out = []
+    for (placement, _), bufs in groups.items():
+        scope = "loop" if placement == Placement.LOOP else "root"
+        out.append(Pipeline(f"p_{bufs[0]}", tuple(dict.fromkeys(bufs)), depth if scope == "loop" else 1,
+                            producer, consumer, scope))
+    return out
+
+
+def warp_specialized(graph: STaskGraph, vdev: VDevice, *, consumer_wgs: int, depth: int,
+                     pipeline_stage: Mapping[str, int], priority: Priority | Mapping[str, float],
+                     tile: Mapping[str, int] | None = None) -> ExecutionPlan | None:
+    """A producer/consumer plan; None when the stage choice admits no order.
+
+    ``pipeline_stage`` maps a loaded buffer to the stage its readers run at (default 0).
+    """
+    wg = vdev.eu.warpgroup_warps
+    loads = [t for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE]
+    load_ids = {t.id for t in loads}
+    pipes = _pipelines(graph, loads, depth, PRODUCER, CONSUMER)
+    piped = {b: p for p in pipes for b in p.buffers}
+    stage: dict[str, int] = {}
+    for t in graph.stasks:
+        stages = {pipeline_stage.get(piped[b].buffers[0], 0) for b in t.read_buffers()
+                  if b in piped and piped[b].scope == "loop"}
+        if len(stages) > 1:
+            return None
+        stage[t.id] = stages.pop() if stages and t.id not in load_ids and t.placement == Placement.LOOP else 0
+    role_of = {t.id: PRODUCER if t.id in load_ids else CONSUMER for t in graph.stasks}
+    versions = (lambda b: piped[b].depth if b in piped else 1)
+    consumers = [t for t in graph.loop_stasks if role_of[t.id] == CONSUMER]
+    order = order_role(graph, consumers, stage, versions, priority)
+    if order is None:
+        return None
+    roles = (Role(PRODUCER, 0, 1, PRODUCER_NREG),
+             Role(CONSUMER, wg, wg + wg * consumer_wgs, consumer_nreg(vdev, consumer_wgs)))
+
+    def app(t: STask) -> Append:
+        return Append(t.id, role_of[t.id], t.seu, stage[t.id])
+
+    steps: list = [app(t) for t in graph.placed(Placement.PROLOGUE)]
+    steps += [app(t) for t in graph.loop_stasks if role_of[t.id] == PRODUCER]
+    steps += [app(t) for t in order]
+    steps += [app(t) for t in graph.placed(Placement.EPILOGUE)]
+    steps += _cross_role_waits(graph, role_of)
+    return ExecutionPlan(graph=graph.name, target=vdev.name, style=Style.WARP_SPECIALIZED, roles=roles,
+                         steps=tuple(steps), pipelines=tuple(pipes), num_stages=depth, tile=dict(tile or {}))
+
+
+def software_pipelined(graph: STaskGraph, vdev: VDevice, *, num_stages: int, threads: int,
+                       priority: Priority | Mapping[str, float],
+                       tile: Mapping[str, int] | None = None) -> ExecutionPlan | None:
+    """A single-role plan for T.Pipelined: loads at stage 0, everything else at ``num_stages - 1``."""
+    loads = [t for t in graph.loop_stasks if is_load(t, graph)]
+    load_ids = {t.id for t in loads}
+    last = num_stages - 1
+    stage = {t.id: (0 if t.id in load_ids or t.placement != Placement.LOOP else last) for t in graph.stasks}
+    pipes = _pipelines(graph, loads, num_stages, BLOCK, BLOCK) if last else []
+    piped = {b: p for p in pipes for b in p.buffers}
+    order = order_role(graph, list(graph.loop_stasks), stage, lambda b: piped[b].depth if b in piped else 1, priority)
+    if order is None:
+        return None
+    seu = {t.id: (SEUKind.LSU if t.seu == SEUKind.TMA else t.seu) for t in graph.stasks}
+    roles = (Role(BLOCK, 0, max(1, threads // vdev.eu.warp_size), 0),)
+    steps = [Append(t.id, BLOCK, seu[t.id], stage[t.id])
+             for t in (*graph.placed(Placement.PROLOGUE), *order, *graph.placed(Placement.EPILOGUE))]
+    return ExecutionPlan(graph=graph.name, target=vdev.name, style=Style.SOFTWARE_PIPELINE, roles=roles,
+                         steps=tuple(steps), pipelines=tuple(pipes), num_stages=num_stages, tile=dict(tile or {}))
+
+
+# A gemm whose A operand comes from registers (wgmma RS, e.g. FlashAttention's P @ V) is not kept
+# in flight on its own: measured on one H200 (the 2026-11-22-h200-inflight run, in git history), every
+# such plan ran 2-8% slower than the same plan with the gemm synchronous, while keeping a shared-operand
+# (SS) gemm in flight ran up to 8% faster (FlashAttention D64). The cost model does not capture what
+# pins the register operand, so the search offers it only with every gemm of the role in flight
+# (:func:`overlapped`: FlashAttention-3's intra-warpgroup overlap), which the GPU then judges.
+
+
+def _waiter(order: Sequence[Append], i: int, graph: STaskGraph, past_gemms: bool) -> Append | None:
+    """The first sTask after ``order[i]`` (a gemm) that touches what the gemm reads or writes, or None;
+    unless ``past_gemms``, a later tensor-core sTask ends the search (its own wait drains the gemm)."""
+    g = graph.stask(order[i].stask)
+    for b in order[i + 1:]:
+        t = graph.stask(b.stask)
+        if t.seu == SEUKind.TENSOR_CORE:
+            if past_gemms:
+                continue
+            return b
+        if in_flight_clash(t, g):
+            return b
+    return None
+
+
+def in_flight_variants(plan: ExecutionPlan, graph: STaskGraph) -> list[ExecutionPlan]:
+    """The plan with a tensor-core sTask kept in flight: issued without waiting, with a Wait placed
+    at the first later sTask of its role that touches its operands or accumulator.
+
+    Only where at least one sTask can overlap it (the paper's Wait primitive on an asynchronous sEU),
+    and only for gemms with both operands in shared memory (see the note above).
+    """
+    out = []
+    for role in plan.roles:
+        order = plan.program(role.name, graph, Placement.LOOP)
+        for i, a in enumerate(order):
+            g = graph.stask(a.stask)
+            if a.seu != SEUKind.TENSOR_CORE or a.stask in plan.in_flight() or g.attrs.get("a_scope") != "shared":
+                continue  # register-operand gemms stay synchronous (see the note above)
+            waiter = _waiter(order, i, graph, past_gemms=False)
+            if waiter is None or waiter is order[i + 1] or graph.stask(waiter.stask).seu == SEUKind.TENSOR_CORE:
+                continue  # nothing would overlap it (or the next gemm's implicit wait drains it anyway)
+            out.append(plan.extended(Wait(waiter.stask, (a.stask,))))
+    return out
+
+
+def overlapped(plan: ExecutionPlan, graph: STaskGraph, role: str) -> ExecutionPlan | None:
+    """The plan with every gemm of ``role``'s loop program in flight, each until the first later sTask
+    that needs it (later gemms issue behind it: FlashAttention-3 issues S = QK^T, then the previous
+    block's O += PV, and runs the softmax while PV is in flight); None with fewer than two gemms."""
+    order = plan.program(role, graph, Placement.LOOP)
+    gemms = [i for i, a in enumerate(order) if a.seu == SEUKind.TENSOR_CORE and a.stask not in plan.in_flight()]
+    if len(gemms) < 2:
+        return None
+    waits = []
+    for i in gemms:
+        waiter = _waiter(order, i, graph, past_gemms=True)
+        if waiter is None:
+            return None
+        waits.append(Wait(waiter.stask, (order[i].stask,)))
+    return plan.extended(*waits)
+
+
+def handoff_variants(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
+    """For each role of two or more warpgroups: the plan with its warpgroups taking turns issuing the
+    span from its first to its last tensor-core sTask (ping-pong), synchronous and overlapped."""
+    out = []
+    for role in plan.roles:
+        if plan.style != Style.WARP_SPECIALIZED or role.warps // vdev.eu.warpgroup_warps < 2 \
+                or any(h.role == role.name for h in plan.handoffs):
+            continue
+        gemms = [a.stask for a in plan.program(role.name, graph, Placement.LOOP) if a.seu == SEUKind.TENSOR_CORE]
+        if not gemms:
+            continue
+        turns = plan.extended(Handoff(role.name, gemms[0], gemms[-1]))
+        out += [turns, *filter(None, [overlapped(turns, graph, role.name)])]
+    return out
+
+
+def async_moves(order: Sequence[Append], graph: STaskGraph, vdev: VDevice) -> Iterable[list[Append]]:
+    """Each asynchronous compute sTask moved to every other position of ``order``."""
+    for i, a in enumerate(order):
+        seu = vdev.eu.seu(a.seu)
+        if not seu.is_async or a.seu in (SEUKind.TMA, SEUKind.LSU):
+            continue
+        rest = [*order[:i], *order[i + 1:]]
+        for j in range(len(rest) + 1):
+            if j != i:
+                yield [*rest[:j], a, *rest[j:]]
+
+
+def reordered(plan: ExecutionPlan, role: str, graph: STaskGraph, order: list[Append]) -> ExecutionPlan:
+    """The plan with ``role``'s loop program in ``order``."""
+    loop = {t.id for t in graph.loop_stasks}
+    it = iter(order)
+    steps = tuple(next(it) if isinstance(s, Append) and s.role == role and s.stask in loop else s for s in plan.steps)
+    return replace(plan, steps=steps)
+
+
+PANELS = (2, 4, 8, 16)  # block rows (or columns) per panel of a tile order
+
+
+def tile_orders(graph: STaskGraph) -> list[TileOrder]:
+    """The launch order, and panels of :data:`PANELS` block rows or columns fewer than the grid has
+    (an order over the first two launch indices of a grid of known size)."""
+    grid = list(graph.grid.values())
+    if len(grid) < 2 or any(e is None for e in grid):
+        return [TileOrder()]
+    gx, gy = grid[0], grid[1]
+    return [TileOrder(), *(TileOrder(p, "row") for p in PANELS if p < gy),
+            *(TileOrder(p, "column") for p in PANELS if p < gx)]
+
+
+def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
+    """The plan with its output tiles walked in each other order (L2 reuse among the tiles resident at
+    once), and, warp-specialized over more tiles than EUs, persistently in each order.
+
+    Persistently only where every pipeline is the loop's and no warpgroups take turns: a persistent walk
+    that reloads a pipeline once per tile (FlashAttention's Q) or carries turns from tile to tile lowers
+    and compiles (tests/test_tile_walk.py) but has not run on a GPU yet (its GPU test there says whether it
+    computes the right result).
+    """
+    orders = tile_orders(graph)
+    out = [replace(plan, tile_order=o, persistent=False) for o in orders]
+    blocks = graph.grid_blocks()
+    if plan.style == Style.WARP_SPECIALIZED and blocks is not None and blocks > vdev.num_eus \
+            and not plan.handoffs and all(p.scope == "loop" for p in plan.pipelines):
+        out += [replace(plan, tile_order=o, persistent=True) for o in orders]
+    return [p for p in out if p != plan]
+
+
+_RESOURCE_RULES = {"shared_memory", "registers", "threads"}
+
+
+def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> bool:
+    """Whether the plan breaks a limit that no reordering can fix."""
+    return any(v.rule in _RESOURCE_RULES for v in violations(plan, graph, vdev))
+
+
+def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
+               tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
+    """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
+    one probe alone where a configuration breaks a limit no order can fix."""
+    priorities: list[Any] = list(Priority)
+    ids = [t.id for t in graph.loop_stasks]
+    for _ in range(space.random_orders):
+        priorities.append({sid: rng.random() for sid in ids})
+
+    def pname(p: Any) -> str:
+        return p.value if isinstance(p, Priority) else "random"
+
+    if "warp_specialization" in vdev.features:
+        loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if is_load(t, graph)})
+        for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
+            probe = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},
+                                     priority=Priority.PROGRAM, tile=tile)
+            if probe is not None and resource_bound(probe, graph, vdev):
+                yield probe, f"warp-specialized {wgs} consumer WG, depth {depth}"
+                continue  # no order or stage choice fixes shared memory, registers or threads
+            for stages in itertools.product(range(space.max_stage + 1), repeat=len(loaded)):
+                ps = dict(zip(loaded, stages))
+                for pr in priorities:
+                    note = (f"warp-specialized {wgs} consumer WG, depth {depth}, "
+                            f"stages {ps or '{}'}, {pname(pr)} order")
+                    yield warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage=ps,
+                                           priority=pr, tile=tile), note
+    if "software_pipeline" in vdev.features:  # on Hopper too: no producer warp, several blocks per SM
+        for n in space.depths:
+            probe = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM,
+                                       tile=tile)
+            if probe is not None and resource_bound(probe, graph, vdev):
+                yield probe, f"software-pipelined num_stages {n}"
+                continue
+            for pr in priorities:
+                yield (software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=pr, tile=tile),
+                       f"software-pipelined num_stages {n}, {pname(pr)} order")

@@ -1,0 +1,394 @@
+"""The rules every plan passes before it reaches TileLang, and the resource estimates they use.
+
+:func:`verify` is the gate in front of TileLang: it rejects a plan that breaks a
+dependence (loop-carried ones and those through register fragments across stage
+offsets included), can deadlock, or exceeds the EU's shared memory, registers or
+threads, naming the rule, the limit and by how much (:class:`~pt_tvm.plan.Violation`).
+"""
+from __future__ import annotations
+
+import math
+
+from .graph import DepKind, OpKind, Placement, STask, STaskGraph
+from .hw import SEUKind, VDevice
+from .lowering import FULL_ROW_POLICY, MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS
+from .plan import (
+    ExecutionPlan,
+    PlanError,
+    Style,
+    TileOrder,
+    Violation,
+    effective_distance,
+    in_flight_clash,
+)
+from .simulate import Simulation
+
+__all__ = ["violations", "verify", "register_estimate", "shared_bytes"]
+
+
+def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """Every rule this plan breaks for ``graph`` on ``vdev`` (empty when it is valid)."""
+    out: list[Violation] = []
+    out += _check_coverage(plan, graph, vdev)
+    if out:
+        return out  # the other checks assume every sTask is placed once
+    broken = _check_dependences(plan, graph)
+    handoffs = _check_handoffs(plan, graph, vdev)
+    out += broken + handoffs
+    if not broken and not handoffs:
+        out += _check_deadlock(plan, graph, vdev)
+    out += _check_waits(plan, graph)
+    out += _check_in_flight(plan, graph)
+    if plan.style == Style.WARP_SPECIALIZED:
+        out += _check_ws_structure(plan, graph, vdev)
+    out += _check_resources(plan, graph, vdev)
+    out += _check_emission(plan, graph, vdev)
+    out += _check_tile_walk(plan, graph)
+    return out
+
+def verify(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan:
+    """Return the plan, or raise :class:`PlanError` listing every broken rule."""
+    found = violations(plan, graph, vdev)
+    if found:
+        raise PlanError(found)
+    return plan
+
+
+def _check_coverage(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    out = []
+    roles = {r.name for r in plan.roles}
+    counts: dict[str, int] = {}
+    for a in plan.appends:
+        counts[a.stask] = counts.get(a.stask, 0) + 1
+        if a.role not in roles:
+            out.append(Violation("coverage", f"sTask {a.stask} is appended to unknown role {a.role!r}"))
+        if not vdev.eu.has(a.seu):
+            out.append(Violation("seu", f"sTask {a.stask} is appended to a {a.seu.value} sEU that {vdev.name} lacks"))
+    for t in graph.stasks:
+        n = counts.pop(t.id, 0)
+        if n != 1:
+            out.append(Violation("coverage", f"sTask {t.id} is appended {n} times (exactly once required)"))
+        elif t.placement != Placement.LOOP and plan.append_of(t.id).stage != 0:
+            out.append(Violation("stage", f"sTask {t.id} is outside the loop but has stage {plan.append_of(t.id).stage}"))
+        elif plan.append_of(t.id).stage < 0:
+            out.append(Violation("stage", f"sTask {t.id} has a negative stage"))
+        elif not _seu_fits(t, plan.append_of(t.id).seu):
+            out.append(Violation("seu", f"sTask {t.id} ({t.op.value}) cannot run on a {plan.append_of(t.id).seu.value} sEU"))
+    for extra in counts:
+        out.append(Violation("coverage", f"plan appends {extra!r}, which is not an sTask of graph {graph.name!r}"))
+    return out
+
+
+def _seu_fits(t: STask, seu: SEUKind) -> bool:
+    if seu == t.seu:
+        return True
+    if t.op == OpKind.COPY:  # a bulk copy may fall back to the load/store path
+        return t.seu == SEUKind.TMA and seu == SEUKind.LSU
+    return t.seu == SEUKind.SFU and seu == SEUKind.CUDA_CORE
+
+
+def _position(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[str, int]]:
+    """sTask -> (role, index in the role's loop program)."""
+    pos = {}
+    for r in plan.roles:
+        for i, a in enumerate(plan.program(r.name, graph, Placement.LOOP)):
+            pos[a.stask] = (r.name, i)
+    return pos
+
+
+def _check_dependences(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """Same-role loop dependences must hold in the stage-shifted order; cross-role ones need a pipeline."""
+    out = []
+    pos = _position(plan, graph)
+    role_of = {a.stask: a.role for a in plan.appends}
+    for e in graph.edges:
+        src, dst = graph.stask(e.src), graph.stask(e.dst)
+        if role_of[e.src] != role_of[e.dst]:
+            if plan.pipeline_of(e.buffer) is None:
+                out.append(Violation("dependence", f"{e.kind.value} {e.src} -> {e.dst} on {e.buffer} crosses roles "
+                                     f"{role_of[e.src]} -> {role_of[e.dst]} without a pipeline"))
+            continue
+        if src.placement != Placement.LOOP or dst.placement != Placement.LOOP:
+            continue  # prologue before loop before epilogue, within one role
+        s_src, s_dst = plan.append_of(e.src).stage, plan.append_of(e.dst).stage
+        d = effective_distance(e, plan.versions)
+        before = (s_src, pos[e.src][1]) < (d + s_dst, pos[e.dst][1])
+        if not before and not (e.src == e.dst and s_src < d + s_dst):
+            out.append(Violation(
+                "dependence",
+                f"{e.kind.value} {e.src} -> {e.dst} on {e.buffer} (distance {e.distance}) is broken: "
+                f"{e.src} at stage {s_src} position {pos[e.src][1]} runs after {e.dst} at stage {s_dst} "
+                f"position {pos[e.dst][1]} of the iteration it must precede"))
+    return out
+
+
+def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """Roles wait on each other through pipeline barriers, and a handoff's warpgroups on each other's
+    turns: run every warpgroup's program (:class:`~pt_tvm.simulate.Simulation`, unpriced) over enough
+    iterations to show every wait, and report a cycle of waits that nothing can break (e.g. a producer
+    refilling a single-version buffer that a consumer reads one stage late, before a load that consumer
+    needs first): on the GPU it would hang."""
+    if len(plan.roles) < 2 and not plan.handoffs:
+        return []
+    depth = max((a.stage for a in plan.appends), default=0)
+    iters = min(depth + max((p.depth for p in plan.pipelines), default=1) + 2,
+                max(2, math.ceil(graph.loop.trip_count)))
+    sim = Simulation(plan, graph, vdev, iters)
+    by_name = {s.name: s for s in sim.streams}
+    stuck = []
+    for s, (what, it), (src_stream, src, src_it) in sim.run():
+        line = (f"{sim.describe(s)} waits at {getattr(what, 'stask', what)} (iteration {it}) for {src} "
+                f"(iteration {src_it}) of {sim.describe(by_name[src_stream])}")
+        if line not in stuck:  # the warpgroups of a role that takes no turns wait alike
+            stuck.append(line)
+    if not stuck:
+        return []
+    return [Violation("deadlock", "roles wait on each other forever: " + "; ".join(stuck))]
+
+
+def _check_handoffs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """A handoff needs a warp-specialized role of 2+ whole warpgroups and a span of its loop program,
+    first to last, that issues at least one tensor-core sTask."""
+    out: list[Violation] = []
+    roles = {r.name: r for r in plan.roles}
+    seen: set[str] = set()
+    wg = vdev.eu.warpgroup_warps
+    for h in plan.handoffs:
+        where = f"handoff in role {h.role}"
+        if h.role not in roles:
+            out.append(Violation("handoff", f"{where}: the plan has no such role"))
+            continue
+        if h.role in seen:
+            out.append(Violation("handoff", f"{where}: a role takes one handoff, this is a second"))
+            continue
+        seen.add(h.role)
+        if plan.style != Style.WARP_SPECIALIZED:
+            out.append(Violation("emission", f"{where}: turns between warpgroups need a warp-specialized plan"))
+            continue
+        warps = roles[h.role].warps
+        if warps % wg or not 2 <= warps // wg <= MAX_HANDOFF_WARPGROUPS:
+            out.append(Violation("threads", f"{where}: {warps} warps are not 2 to {MAX_HANDOFF_WARPGROUPS} whole "
+                                 f"{wg}-warp warpgroups to take turns"))
+            continue
+        order = [a.stask for a in plan.program(h.role, graph, Placement.LOOP)]
+        absent = [x for x in (h.first, h.last) if x not in order]
+        if absent:
+            out.append(Violation("handoff", f"{where}: {', '.join(absent)} not in the role's loop program"))
+            continue
+        i, j = order.index(h.first), order.index(h.last)
+        if i > j:
+            out.append(Violation("handoff", f"{where}: {h.first} comes after {h.last}"))
+        elif not any(plan.append_of(x).seu == SEUKind.TENSOR_CORE for x in order[i:j + 1]):
+            out.append(Violation("handoff", f"{where}: {h.first} .. {h.last} issues no tensor-core sTask"))
+    if sum(roles[h.role].warps // wg for h in plan.handoffs if h.role in roles) > NAMED_BARRIERS - 4:
+        out.append(Violation("handoff", "handoffs need more named barriers than TileLang leaves free"))
+    return out
+
+
+def _check_waits(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """Every cross-role RAW dependence is covered by a Wait."""
+    role_of = {a.stask: a.role for a in plan.appends}
+    waited = {(w.stask, o) for w in plan.waits for o in w.on}
+    return [Violation("wait", f"{e.dst} reads {e.buffer} written by {e.src} in role {role_of[e.src]} "
+                      f"but has no Wait on it")
+            for e in graph.edges
+            if e.kind == DepKind.RAW and role_of[e.src] != role_of[e.dst] and (e.dst, e.src) not in waited]
+
+
+def _check_in_flight(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """An in-flight gemm comes before its waiter in the role's loop program, and nothing issued
+    between them touches what the gemm reads or writes (its operands stay live, its accumulator busy)."""
+    out = []
+    for gemm, waiter in plan.in_flight().items():
+        g = graph.stask(gemm)
+        if g.placement != Placement.LOOP or graph.stask(waiter).placement != Placement.LOOP:
+            out.append(Violation("wait", f"in-flight gemm {gemm} and its waiter {waiter} must both be in the loop"))
+            continue
+        order = [a.stask for a in plan.program(plan.append_of(gemm).role, graph, Placement.LOOP)]
+        i, j = order.index(gemm), order.index(waiter)
+        if j <= i:
+            out.append(Violation("wait", f"{waiter} waits for in-flight gemm {gemm} but runs before it"))
+            continue
+        for mid in order[i + 1:j]:
+            t = graph.stask(mid)
+            clash = in_flight_clash(t, g)
+            if clash and t.seu != SEUKind.TENSOR_CORE:
+                out.append(Violation("dependence", f"{mid} touches {', '.join(sorted(clash))} while gemm {gemm} "
+                                     f"is still in flight (its Wait is at {waiter})"))
+    return out
+
+
+
+def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """What MaterializeWSSchedule can express: warpgroup-aligned roles, stages only through pipeline spans."""
+    out = []
+    wg = vdev.eu.warpgroup_warps
+    if plan.num_warps % wg:
+        out.append(Violation("threads", f"{plan.num_warps} warps is not a whole number of {wg}-warp warpgroups"))
+    piped = {b: p for p in plan.pipelines for b in p.buffers}
+    for p in plan.pipelines:
+        for b in p.buffers:
+            if graph.buffers[b].scope != "shared":
+                out.append(Violation("pipeline", f"pipeline {p.name} versions {b}, which is not in shared memory"))
+        if p.depth < 1:
+            out.append(Violation("pipeline", f"pipeline {p.name} has depth {p.depth}"))
+    loop_piped = {b for b, p in piped.items() if p.scope == "loop"}
+    for a in plan.appends:
+        t = graph.stask(a.stask)
+        if a.stage and t.placement == Placement.LOOP and not (t.read_buffers() | t.write_buffers()) & loop_piped:
+            out.append(Violation("stage", f"sTask {a.stask} has stage {a.stage} but touches no pipeline buffer; "
+                                 f"a warp-specialized stage offset comes from a pipeline span"))
+    for p in plan.pipelines:
+        stages = {plan.append_of(t.id).stage for t in graph.loop_stasks
+                  if set(p.buffers) & t.read_buffers() and plan.append_of(t.id).role == p.consumer}
+        if len(stages) > 1:
+            out.append(Violation("stage", f"readers of pipeline {p.name} sit at different stages {sorted(stages)}"))
+    out += _check_warp_split(plan, graph, vdev)
+    return out
+
+
+def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """Each consumer warpgroup's wgmma needs 64 rows of every gemm tile (FullRow splits rows only)."""
+    out = []
+    role_of = {a.stask: a.role for a in plan.appends}
+    for t in graph.stasks:
+        if t.op != OpKind.GEMM:
+            continue
+        wgs = plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps
+        m, n = t.tile_shape[0], t.tile_shape[1]
+        split = m // 64 if t.attrs.get("policy") == FULL_ROW_POLICY else (m // 64) * max(1, n // 64)
+        if m % 64 or split < wgs or split % wgs:
+            out.append(Violation("threads", f"{t.id}: a {m}x{n} gemm tile cannot be split over {wgs} consumer "
+                                 f"warpgroups (wgmma takes 64 rows per warpgroup)"))
+    return out
+
+
+def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """What TileLang 0.1.15 cannot lower (correctly) from a plan."""
+    if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
+        return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
+                          f"(T.Pipelined order/stage cannot place their waits)")]
+    return _check_cp_async_order(plan, graph, vdev)
+
+
+def _check_cp_async_order(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """In a software pipeline of cp.async loads, a reader placed ahead of its loads (one stage behind
+    them) must find them adjacent in the loop body, so that they form one cp.async group.
+
+    Otherwise TileLang 0.1.15 waits for one group too few: on one H200, chunk_scan's scores
+    (reading ``dt``, ``dA``, ``cb``, loaded around the ``x`` load) ran after
+    ``cp_async_wait<1>`` while the group of ``cb`` was the last committed; relative error 7e-3
+    instead of 2e-4. The same order with adjacent loads (chunk_state) emitted ``cp_async_wait<0>``
+    and was correct, as were readers two stages behind their loads.
+    """
+    if plan.style != Style.SOFTWARE_PIPELINE or "cp_async" not in vdev.features or plan.num_stages <= 1:
+        return []
+    pos = _position(plan, graph)
+    loads: dict[str, list[str]] = {}  # reader -> its cp.async loads one stage ahead, when it comes first
+    for e in graph.edges:
+        if (e.kind == DepKind.RAW and not e.distance and e.src in pos and e.dst in pos
+                and plan.append_of(e.src).seu == SEUKind.LSU and graph.buffers[e.buffer].scope == "shared"
+                and plan.append_of(e.dst).stage - plan.append_of(e.src).stage == 1):
+            loads.setdefault(e.dst, []).append(e.src)
+    out = []
+    for reader, srcs in loads.items():
+        at = sorted({pos[s][1] for s in srcs})
+        if pos[reader][1] < at[-1] and at[-1] - at[0] + 1 != len(at):
+            out.append(Violation("emission", f"{reader} comes ahead of its cp.async loads {sorted(set(srcs))}, "
+                                 f"which are not adjacent in the loop body; TileLang 0.1.15 then waits for too "
+                                 f"few cp.async groups"))
+    return out
+
+
+
+def _check_tile_walk(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """A tile order needs a grid of known size (panels: of two launch indices); a persistent kernel, a
+    warp-specialized plan (one block per EU, its producer running ahead into the next tile)."""
+    out = []
+    order, grid = plan.tile_order, list(graph.grid.values())
+    if not isinstance(order.panel, int) or isinstance(order.panel, bool) or order.panel < 1 \
+            or order.axis not in TileOrder.AXES:
+        out.append(Violation("tile_order", f"tile order {order} is not a panel of >= 1 block rows or columns "
+                             f"(axis one of {', '.join(TileOrder.AXES)})"))
+    elif (not order.is_launch_order or plan.persistent) and (not grid or any(e is None for e in grid)):
+        out.append(Violation("tile_order", f"{order.describe()}{' walked persistently' if plan.persistent else ''} "
+                             f"needs a grid of known size, not {dict(graph.grid)}"))
+    elif not order.is_launch_order and len(grid) < 2:
+        out.append(Violation("tile_order", f"{order.describe()} needs a grid of two or more launch indices, "
+                             f"not {dict(graph.grid)}"))
+    if plan.persistent and plan.style != Style.WARP_SPECIALIZED:
+        out.append(Violation("emission", "a persistent kernel needs a warp-specialized plan (pt-tvm walks tiles "
+                             "with one block per EU)"))
+    return out
+
+
+def register_estimate(graph: STaskGraph, threads: int) -> int:
+    """32-bit registers per thread that the fragments need when spread over ``threads`` threads, plus overhead."""
+    frag = sum(b.nbytes or 0 for b in graph.buffers.values() if b.scope in ("fragment", "local"))
+    return int(math.ceil(frag / 4 / max(threads, 1))) + _REG_OVERHEAD
+
+
+_REG_OVERHEAD = 40  # addresses, loop state, wgmma descriptors, temporaries (fits ptxas reports of the FA kernels)
+
+
+def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
+    """Shared memory the plan allocates: shared buffers times their versions, plus mbarriers.
+
+    Software-pipelined kernels go through TileLang's shared-memory merging, which lets
+    buffers whose live ranges do not overlap share bytes (e.g. an epilogue staging tile
+    and the loop's input tiles); warp-specialized kernels keep every buffer apart.
+    """
+    sizes = {name: (b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared"}
+    barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
+    if plan.style == Style.WARP_SPECIALIZED:
+        return sum(sizes.values()) + barriers
+    points = [(t.placement, t.index) for t in graph.stasks if t.placement != Placement.LOOP]
+    points.append((Placement.LOOP, 0))
+    order = {Placement.PROLOGUE: 0, Placement.LOOP: 1, Placement.EPILOGUE: 2}
+
+    def point(t: STask) -> tuple[int, int]:
+        return (order[t.placement], 0 if t.placement == Placement.LOOP else t.index)
+
+    live = {}
+    for t in graph.stasks:
+        for b in t.read_buffers() | t.write_buffers():
+            if b in sizes:
+                lo, hi = live.get(b, (point(t), point(t)))
+                live[b] = (min(lo, point(t)), max(hi, point(t)))
+    peak = max((sum(sizes[b] for b, (lo, hi) in live.items() if lo <= (order[pl], i) <= hi)
+                for pl, i in ((p, 0 if p == Placement.LOOP else i) for p, i in points)), default=0)
+    return peak + barriers
+
+
+def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    out = []
+    eu = vdev.eu
+    smem = shared_bytes(plan, graph)
+    if smem > eu.smem_per_block:
+        out.append(Violation("shared_memory", f"needs {smem} B of shared memory, {smem - eu.smem_per_block} B over "
+                             f"the {eu.smem_per_block} B a block may use on {vdev.name}"))
+    threads = plan.num_warps * eu.warp_size
+    if threads > eu.max_threads_per_block:
+        out.append(Violation("threads", f"{threads} threads, {threads - eu.max_threads_per_block} over the "
+                             f"{eu.max_threads_per_block} a block may have"))
+    compute_roles = [r for r in plan.roles if any(
+        a.role == r.name and a.seu != SEUKind.TMA for a in plan.appends)]
+    compute_threads = sum(r.warps for r in compute_roles) * eu.warp_size
+    need = register_estimate(graph, compute_threads)
+    total = 0
+    for r in plan.roles:
+        budget = r.max_nreg or eu.max_regs_per_thread
+        rthreads = (r.warps if plan.style != Style.WARP_SPECIALIZED
+                    else math.ceil(r.warps / eu.warpgroup_warps) * eu.warpgroup_warps) * eu.warp_size
+        total += rthreads * (budget if r.max_nreg else min(need, budget))
+        if r.max_nreg and not (eu.min_regs_per_thread <= r.max_nreg <= 256 and r.max_nreg % eu.reg_alloc_granularity == 0):
+            out.append(Violation("registers", f"role {r.name}: max_nreg {r.max_nreg} is not a multiple of "
+                                 f"{eu.reg_alloc_granularity} in [{eu.min_regs_per_thread}, 256]"))
+        if r in compute_roles and need > min(budget, eu.max_regs_per_thread):
+            out.append(Violation("registers", f"role {r.name}: fragments need ~{need} registers per thread, "
+                                 f"{need - min(budget, eu.max_regs_per_thread)} over its budget of "
+                                 f"{min(budget, eu.max_regs_per_thread)}"))
+    if total > eu.regs_per_eu:
+        out.append(Violation("registers", f"roles hold {total} registers in total, {total - eu.regs_per_eu} over the "
+                             f"{eu.regs_per_eu} of one {eu.name}"))
+    return out

@@ -1,0 +1,365 @@
+"""Decoding attention (issue 16): the split-KV template's graph, the search over splits, the paged layout's
+emitted CUDA, bad inputs, and the float32 reference against a float64 one; GPU tests check kernels."""
+import itertools
+import math
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+from pt_tvm.passes import ExtractionError, extract_stask_graph
+from pt_tvm.templates import TemplateError, get
+from pt_tvm.templates.decode_attention import build_combine, combine_seconds, kv_bytes, pool_pages
+
+from pt_tvm import hw
+from pt_tvm.compiler import lower, lower_planned, schedule, schedule_template
+from pt_tvm.cost import streaming_eus
+from pt_tvm.decode import DecodeInputError, bucket, check_inputs, decode_problem
+from pt_tvm.graph import OpKind, Placement
+from pt_tvm.hw import SEUKind
+from pt_tvm.plan import Style
+
+T = get("decode_attention")
+H100 = hw.get("h100")
+
+
+def _graph(**params):
+    problem, tile = T.resolve(**params)
+    return extract_stask_graph(T.build(**problem, **tile), H100), problem, tile
+
+
+# ---------------------------------------------------------------- extraction
+@pytest.mark.parametrize("splits", [1, 4])
+def test_split_kernel_extracts_the_split_loop(splits):
+    """Grid splits x KV heads x batch; the loop walks the split's key blocks (TMA copies of K and V, two gemms);
+    one split writes O, several write O_partial and LSE."""
+    graph, problem, tile = _graph(batch=2, kv_len=4096, block_N=128, num_splits=splits)
+    assert dict(graph.grid) == {"bx": splits, "by": problem["kv_heads"], "bz": 2}
+    assert graph.loop.trip_count == math.ceil(4096 / 128 / splits)
+    loop = graph.loop_stasks
+    copies = [t for t in loop if t.op == OpKind.COPY and t.seu == SEUKind.TMA]
+    assert sorted(t.reads[0].buffer for t in copies) == ["K", "V"]
+    assert sum(t.op == OpKind.GEMM for t in loop) == 2
+    for t in copies:  # every block reads its own keys: the split index addresses them (no L2 reuse across blocks)
+        assert set(t.reads[0].block_vars) == ({"bx", "by", "bz"} if splits > 1 else {"by", "bz"})
+    written = {a.buffer for t in graph.placed(Placement.EPILOGUE) for a in t.writes}
+    assert written == ({"O"} if splits == 1 else {"O_partial", "LSE"})
+
+
+def test_gqa_rows_are_packed_into_one_tile():
+    """q_len x heads/kv_heads query rows share one tile: each block reads a KV head once."""
+    graph, problem, _ = _graph(q_len=4, heads=64, kv_heads=8)
+    qk = next(t for t in graph.loop_stasks if t.op == OpKind.GEMM and "K_shared" in t.read_buffers())
+    assert qk.tile_shape[0] == 64 and problem["q_len"] * 8 == 32  # 32 rows padded to a wgmma row tile
+    graph, _, _ = _graph(q_len=16, heads=64, kv_heads=8)
+    assert next(t for t in graph.loop_stasks if t.op == OpKind.GEMM).tile_shape[0] == 128
+
+
+@pytest.mark.parametrize("page_size,copies", [(16, 16), (64, 4), (128, 1), (256, 1)])
+def test_paged_key_block_reads_its_pages(page_size, copies):
+    """A key block reads one page slice, or, when pages are shorter than the block, one copy per page and
+    128-byte column chunk (one TMA box each); every copy's page comes from the block table."""
+    graph, _, _ = _graph(kv_len=2048, page_size=page_size, block_N=128, num_splits=2)
+    k = [t for t in graph.loop_stasks if t.op == OpKind.COPY and t.reads[0].buffer == "K"]
+    assert len(k) == copies
+    assert all("block_table[bz" in t.reads[0].offsets[0] for t in k)
+    assert all(t.bytes == 128 * 128 * 2 // copies for t in k)
+
+
+def test_combine_is_a_separate_kernel_without_a_pipelined_loop():
+    """The combine is a second, small PrimFunc: nothing to pipeline, TileLang's own schedule lowers it."""
+    func = build_combine(batch=2, q_len=1, heads=32, dim=128, dtype="float16", num_splits=8)
+    with pytest.raises(ExtractionError, match="no pipelined loop"):
+        extract_stask_graph(func, H100)
+    src = lower_planned(func, H100.tvm_target(), T.pass_configs).kernel_source
+    assert "decode_combine_kernel" in src
+
+
+# ---------------------------------------------------------------- the search over splits
+def _best_splits(batch: int, kv_len: int) -> int:
+    tiles = [{"block_N": 128, "num_splits": s, "threads": 128} for s in (1, 4, 16)]
+    result, _, _ = schedule_template("decode_attention", "h100", params={"batch": batch, "kv_len": kv_len},
+                                     tiles=tiles)
+    return result.best.plan.tile["num_splits"]
+
+
+def test_search_splits_a_small_batch_and_not_a_large_one():
+    """At 32k keys, batch 1 x 8 KV heads is 8 blocks per split: the model splits to fill the SMs; batch 128 is
+    1024 blocks already, where splitting only adds the combine."""
+    one, many = _best_splits(1, 32768), _best_splits(128, 32768)
+    assert one == 16 and many == 1
+
+
+def test_split_tiles_pay_for_the_combine():
+    problem, tile = T.resolve(batch=4, kv_len=8192)
+    assert combine_seconds(problem, {**tile, "num_splits": 1}, H100) == 0.0
+    eight = combine_seconds(problem, {**tile, "num_splits": 8}, H100)
+    assert 0 < eight < combine_seconds(problem, {**tile, "num_splits": 32}, H100)
+
+
+def test_a_grid_smaller_than_the_gpu_streams_on_fewer_sms():
+    """DRAM is shared by the EUs the grid occupies: 8 blocks get 1/8 of it each (as far as an SM can pull)."""
+    few, _, _ = _graph(batch=1, kv_len=8192, num_splits=1)
+    full, _, _ = _graph(batch=32, kv_len=8192, num_splits=1)
+    assert streaming_eus(few, H100) == 8 and streaming_eus(full, H100) == H100.num_eus
+
+
+# ---------------------------------------------------------------- emission
+def _nvcc(src: str, tmp_path) -> str:
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+
+    cu = tmp_path / "decode.cu"
+    cu.write_text(src)
+    p = subprocess.run(["nvcc", "--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20",
+                        "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR, "--ptxas-options=-v",
+                        "--use_fast_math", "-o", str(tmp_path / "decode.cubin"), str(cu)],
+                       capture_output=True, text=True, timeout=600)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    return log
+
+
+@pytest.mark.parametrize("page_size", [16, 128])
+def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
+    """The best warp-specialized plan of a paged split kernel lowers for sm_90a: TMA loads whose page index
+    comes from the block table, wgmma; nvcc compiles it without spills where installed. (Warp-specialized:
+    a software-pipelined plan of this dynamic-length loop takes minutes of TileLang's simplifier to lower.)"""
+    graph, problem, tile = _graph(batch=2, kv_len=4096, page_size=page_size, block_N=64, num_splits=4)
+    func = T.build(**problem, **tile)
+    result = schedule(func, H100)
+    plan = next(c.plan for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED)
+    src = lower(func, H100, plan=plan, pass_configs=T.pass_configs).kernel_source
+    assert "tma_load" in src and "wgmma" in src and "block_table[" in src
+    if shutil.which("nvcc") is not None:
+        log = _nvcc(src, tmp_path)
+        assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("params,message", [
+    ({"page_size": 48}, "page_size.*power of two"),
+    ({"page_size": 8}, "page_size.*from 16 to 256"),
+    ({"page_size": 128, "kv_len": 1000}, "kv_len.*multiple of page_size"),
+    ({"q_len": 17}, "q_len.*at most 16"),
+    ({"heads": 30, "kv_heads": 8}, "kv_heads.*must divide heads"),
+    ({"q_len": 16, "heads": 64, "kv_heads": 4}, "256 query rows per KV head"),
+    ({"dim": 96}, "dim.*must be one of"),
+    ({"kv_len": 512, "block_N": 128, "num_splits": 8}, "num_splits.*exceeds the 4 key blocks"),
+    ({"num_pages": 64}, "num_pages.*needs a paged cache"),
+    ({"softmax_scale": -1.0}, "softmax_scale"),
+])
+def test_bad_parameters_are_named(params, message):
+    with pytest.raises(TemplateError, match=message):
+        T.resolve(**params)
+
+
+def _tensors(paged: bool, batch=2, q_len=2, heads=8, kv_heads=2, kv_len=256, dim=64, page=32, seed=0):
+    problem, _ = T.resolve(batch=batch, q_len=q_len, heads=heads, kv_heads=kv_heads, kv_len=kv_len, dim=dim,
+                           page_size=page if paged else 0, ragged=True, dtype="float16")
+    return T.make_inputs(problem, "cpu", torch.Generator().manual_seed(seed)), problem
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_bad_tensors_are_named(paged):
+    inputs, problem = _tensors(paged)
+    check_inputs(*inputs)  # the template's own inputs pass
+    q, k, v, seqlens, *table = inputs
+    table = table[0] if table else None
+    over = seqlens.clone()
+    over[1] = problem["kv_len"] + 1
+    with pytest.raises(DecodeInputError, match="exceeds the cache's capacity of 256"):
+        check_inputs(q, k, v, over, table)
+    short = seqlens.clone()
+    short[0] = 1
+    with pytest.raises(DecodeInputError, match="shorter than q_len=2"):
+        check_inputs(q, k, v, short, table)
+    with pytest.raises(DecodeInputError, match="cache_seqlens must be int32"):
+        check_inputs(q, k, v, seqlens.long(), table)
+    with pytest.raises(DecodeInputError, match="v_cache is torch.bfloat16"):
+        check_inputs(q, k, v.bfloat16(), seqlens, table)
+    with pytest.raises(DecodeInputError, match="must be contiguous"):
+        check_inputs(q, k.transpose(0, 1).contiguous().transpose(0, 1), v, seqlens, table)
+    if paged:
+        bad = table.clone()
+        bad[1, 0] = k.shape[0]
+        with pytest.raises(DecodeInputError, match=r"block_table\[1, 0\] = 16 is out of range: the pool holds 16"):
+            check_inputs(q, k, v, seqlens, bad)
+        unused = table.clone()  # entries past a sequence's last page are never read
+        unused[0, -1] = -7
+        full = seqlens.clone()
+        full[0] = 2
+        check_inputs(q, k, v, full, unused)
+
+
+def test_op_problem_and_bucket():
+    """The op derives the template problem from the tensors; a bucket is the next power of two of the longest
+    sequence, at most the capacity."""
+    inputs, problem = _tensors(True)
+    q, k, _, _, table = inputs
+    derived = decode_problem(q, k, table, None)
+    assert derived == {**problem, "num_pages": pool_pages(problem), "ragged": False}
+    assert T.resolve(**derived)[0]["kv_len"] == 256
+    assert [bucket(n, 100_000) for n in (1, 1000, 1024, 1025, 70_000)] == [1, 1024, 1024, 2048, 100_000]
+
+
+# ---------------------------------------------------------------- references
+def _naive(q, k, v, seqlens, table=None, scale=None):
+    """Float64, one (sequence, query, head) at a time: the definition."""
+    batch, q_len, heads, dim = q.shape
+    groups = heads // k.shape[2]
+    scale = scale or 1 / math.sqrt(dim)
+    out = torch.zeros(q.shape, dtype=torch.float64)
+    for b, i, h in itertools.product(range(batch), range(q_len), range(heads)):
+        n = int(seqlens[b])
+        rows = []
+        for j in range(n - q_len + i + 1):
+            if table is None:
+                rows.append((k[b, j, h // groups], v[b, j, h // groups]))
+            else:
+                page, slot = int(table[b, j // k.shape[1]]), j % k.shape[1]
+                rows.append((k[page, slot, h // groups], v[page, slot, h // groups]))
+        keys = torch.stack([r[0] for r in rows]).double()
+        values = torch.stack([r[1] for r in rows]).double()
+        p = torch.softmax(keys @ q[b, i, h].double() * scale, dim=0)
+        out[b, i, h] = p @ values
+    return out
+
+
+@pytest.mark.parametrize("paged,q_len,scale", [(False, 1, 0.0), (False, 3, 0.0), (True, 1, 0.0), (True, 4, 0.3)])
+def test_reference_matches_the_definition(paged, q_len, scale):
+    inputs, problem = _tensors(paged, q_len=q_len)
+    problem["softmax_scale"] = scale
+    got = T.reference(*inputs, **problem)
+    want = _naive(*inputs, scale=scale or None)
+    assert got.dtype == torch.float32
+    assert torch.allclose(got.double(), want, atol=1e-5, rtol=1e-4)
+
+
+def test_inputs_are_fresh_and_ragged():
+    (q, k, _, seqlens, table), problem = _tensors(True, batch=8)
+    assert q.abs().sum() > 0 and k.abs().sum() > 0
+    assert int(seqlens.min()) >= problem["q_len"] and int(seqlens.max()) <= problem["kv_len"]
+    assert len(set(seqlens.tolist())) > 1
+    assert len(set(table.flatten().tolist())) == table.numel()  # pages scattered over the pool, none shared
+
+
+def test_kv_bytes():
+    problem, _ = T.resolve(batch=2, kv_len=1024, kv_heads=8, dim=128, dtype="bfloat16")
+    assert kv_bytes(problem) == 2 * 2 * 1024 * 8 * 128 * 2
+
+
+# ---------------------------------------------------------------- on the GPU
+def _run_checked(params, tile, style):
+    """The best-predicted plan of ``style`` at ``tile``, compiled, against the float32 reference on fresh inputs."""
+    from pt_tvm.measure import REL_TOL, rel_err
+
+    vdev = hw.from_device()
+    problem, default = T.resolve(**params)
+    result, problem, build = schedule_template("decode_attention", vdev, params=params, tiles=[{**default, **tile}])
+    best = next(c for c in result.ranked if c.plan.style == style)
+    kernel = T.compile(build(best), vdev.tvm_target())
+    inputs = T.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(7))
+    err = rel_err(kernel(*inputs), T.reference(*inputs, **problem))
+    assert err <= REL_TOL[problem["dtype"]], (params, tile, best.note, err)
+
+
+WS, SW = Style.WARP_SPECIALIZED, Style.SOFTWARE_PIPELINE
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params,tile,style", [
+    ({"batch": 3, "kv_len": 3000, "ragged": True}, {"num_splits": 1, "block_N": 64}, WS),
+    ({"batch": 3, "kv_len": 3000, "ragged": True}, {"num_splits": 8, "block_N": 128}, WS),
+    ({"batch": 3, "kv_len": 3000, "ragged": True}, {"num_splits": 8, "block_N": 64}, SW),
+    ({"batch": 2, "q_len": 4, "heads": 64, "kv_len": 2048, "ragged": True, "dtype": "bfloat16"}, {"num_splits": 4},
+     WS),
+    ({"batch": 4, "kv_len": 2048, "page_size": 16, "ragged": True}, {"num_splits": 4, "block_N": 64}, WS),
+    ({"batch": 4, "kv_len": 2048, "page_size": 16, "q_len": 3, "ragged": True}, {"num_splits": 2, "block_N": 128},
+     SW),
+    ({"batch": 4, "kv_len": 4096, "page_size": 256, "q_len": 2, "ragged": True}, {"num_splits": 2}, WS),
+    ({"batch": 1, "kv_len": 65536, "heads": 8, "kv_heads": 8, "dim": 256}, {"num_splits": 16, "block_N": 64}, WS),
+    ({"batch": 2, "kv_len": 1024, "dim": 64, "heads": 32, "kv_heads": 32, "q_len": 16, "ragged": True},
+     {"num_splits": 2}, WS),
+])
+def test_decode_kernel_matches_the_reference(params, tile, style):
+    _run_checked(params, tile, style)
+
+
+@pytest.mark.gpu
+def test_op_reuses_the_bucket_plan():
+    """Two steps of a decoding loop in one bucket compile once; a longer cache moves to the next bucket."""
+    from pt_tvm.decode import DecodeAttention
+    from pt_tvm.measure import REL_TOL, rel_err
+
+    op = DecodeAttention()
+    problem, _ = T.resolve(batch=2, kv_len=8192, page_size=64, ragged=False)
+    q, k, v, seqlens, table = T.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(3))
+    for n in (1500, 1600, 3000):
+        lengths = torch.full_like(seqlens, n)
+        out = op(q, k, v, lengths, table)
+        ref = T.reference(q, k, v, lengths, table, **problem)
+        assert rel_err(out, ref) <= REL_TOL["float16"]
+    assert len(op.book) == 2
+
+
+def test_split_template_compiles_to_split_and_combine_kernels():
+    """With several splits the template's compile returns one callable of two kernels (no GPU needed to build)."""
+    from pt_tvm.passes import apply_plan
+    from pt_tvm.templates.decode_attention import SplitKV
+
+    problem, tile = T.resolve(batch=2, kv_len=4096, num_splits=4)
+    func = T.build(**problem, **tile)
+    plan = next(c.plan for c in schedule(func, H100).ranked if c.plan.style == Style.WARP_SPECIALIZED)
+    kernel = T.compile(apply_plan(func, plan, H100), H100.tvm_target())
+    assert isinstance(kernel, SplitKV)
+    assert "decode_attention_kernel" in kernel.get_kernel_source()
+    assert "decode_combine_kernel" in kernel.get_kernel_source()
+
+
+# ---------------------------------------------------------------- the decode suite
+def test_decode_suite_covers_the_issue_grid():
+    """Batch 1-128, kv 1k-128k, GQA 32/8 and 64/8, q_len 1 and 4, both layouts; SDPA only on contiguous caches;
+    every problem resolves; the GPU slice is part of the grid."""
+    from benchmarks.configs import suite_configs
+    from benchmarks.decode import _GPU_SLICE, _SWEEP, _slice
+
+    grid = suite_configs("decode")
+    seen = {k: {c.problem[k] for c in grid} for k in ("batch", "kv_len", "heads", "q_len", "page_size")}
+    assert seen == {"batch": {1, 8, 32, 128}, "kv_len": {1024, 4096, 16384, 65536, 131072}, "heads": {32, 64},
+                    "q_len": {1, 4}, "page_size": {0, 16}}
+    for c in grid:
+        T.resolve(**c.problem)
+        assert c.problem["batch"] * c.problem["kv_len"] <= 1 << 21
+        assert ("cudnn-sdpa" in c.systems) == (c.problem["page_size"] == 0)
+    keys = {tuple(sorted(c.problem.items())) for c in grid}
+    assert all(tuple(sorted(c.problem.items())) in keys for c in _slice(_GPU_SLICE) + _slice(_SWEEP))
+
+
+def test_rows_get_their_kv_bandwidth():
+    from benchmarks.decode import with_bandwidth
+
+    problem, _ = T.resolve(batch=8, kv_len=4096, dtype="bfloat16")
+    rows = with_bandwidth([{"kernel": "decode_attention", "config": problem, "ms": 0.05},
+                           {"kernel": "gemm", "config": {}, "ms": 1.0}], peak_tbps=3.0)
+    assert rows[0]["kv_tbps"] == pytest.approx(kv_bytes(problem) / 0.05e-3 / 1e12)
+    assert rows[0]["hbm_fraction"] == pytest.approx(rows[0]["kv_tbps"] / 3.0)
+    assert "kv_tbps" not in rows[1]
+
+
+def test_a_bucket_plan_applies_at_the_cache_capacity():
+    """The op searches at the bucket's length and compiles at the cache's capacity: same sTasks, same plan,
+    only the loop's trip count differs; the result lowers."""
+    from pt_tvm.decode import PlanBook, planned_for
+
+    tile = {"block_N": 64, "num_splits": 4, "threads": 128}
+    result, _, _ = schedule_template("decode_attention", "h100", params={"batch": 2, "kv_len": 1024},
+                                     tiles=[tile])
+    best = next(c for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED)
+    problem, _ = T.resolve(batch=2, kv_len=8192)
+    assert extract_stask_graph(T.build(**problem, **tile), H100).loop.trip_count == 8192 // 64 // 4
+    src = lower_planned(planned_for(problem, best, H100), H100.tvm_target(), T.pass_configs).kernel_source
+    assert "tma_load" in src and "min(32, " in src  # the capacity's bound on the split's key blocks
+    built = []
+    book = PlanBook(lambda key: built.append(key) or f"kernel {key}")
+    assert book.get(("a", 1024)) == book.get(("a", 1024)) == "kernel ('a', 1024)" and built == [("a", 1024)]

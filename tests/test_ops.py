@@ -1,0 +1,404 @@
+"""pt_tvm.ops on a CPU: registration, fake-tensor shapes, torch.compile without graph breaks, argument errors,
+and the per-shape dispatch (plan cache, search, compile once) with the compile step replaced by a stand-in
+that runs the template's float32 reference, so the ops' plumbing and the SSD glue compute real results."""
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import pt_tvm.ops as ops
+from pt_tvm import compiler, hw
+from pt_tvm.cache import PlanCache, PlanCacheWarning
+from pt_tvm.measure import REL_TOL, rel_err
+from pt_tvm.ops import checks, kernels
+from pt_tvm.tune import Measured, TuneResult
+
+F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
+
+
+def randn(*shape, dtype=F16, device="cpu", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(device=device, dtype=dtype)
+
+
+# ---------------------------------------------------------------- registration and shapes
+def test_ops_are_registered_under_pt_tvm():
+    for name in ("attention", "gemm", "matmul", "linear", "chunk_state", "chunk_scan", "ssd_chunk_scan"):
+        packet = getattr(torch.ops.pt_tvm, name)
+        assert packet.default._schema.name == f"pt_tvm::{name}"
+    assert "bool causal=False" in str(torch.ops.pt_tvm.attention.default._schema)
+    assert "Tensor? bias=None" in str(torch.ops.pt_tvm.linear.default._schema)
+
+
+def test_fake_tensors_propagate_shapes_and_dtypes():
+    mode = FakeTensorMode()
+
+    def e(*shape, dtype=F16):
+        return mode.from_tensor(torch.empty(*shape, dtype=dtype, device="meta"))
+
+    with mode:
+        q, kv = e(2, 100, 8, 64, dtype=BF16), e(2, 100, 2, 64, dtype=BF16)
+        out = ops.attention(q, kv, kv, causal=True)
+        assert (out.shape, out.dtype) == ((2, 100, 8, 64), BF16)
+        cu = e(3, dtype=torch.int32)
+        out = ops.attention(e(300, 8, 128), e(500, 8, 128), e(500, 8, 128), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                            max_seqlen_q=200, max_seqlen_k=300)
+        assert out.shape == (300, 8, 128)
+        assert ops.linear(e(3, 5, 64), e(32, 64), e(32)).shape == (3, 5, 32)
+        assert ops.linear(e(64), e(32, 64)).shape == (32,)
+        assert ops.matmul(e(7, 64), e(64, 16)).shape == (7, 16)
+        assert torch.ops.pt_tvm.gemm(e(7, 64), e(16, 64), True).shape == (7, 16)
+        b, s, h, p, g, n, L = 2, 1000, 8, 64, 2, 128, 256  # a partial last chunk
+        x, B = e(b, s, h, p), e(b, s, g, n)
+        dt, A = e(b, s, h, dtype=F32), e(h, dtype=F32)
+        out, final = ops.ssd_chunk_scan(x, dt, A, B, B, L, D=e(h, p, dtype=F32), z=x, return_final_states=True)
+        assert (out.shape, out.dtype, final.shape, final.dtype) == ((b, s, h, p), F16, (b, h, p, n), F32)
+        c = 4
+        states = ops.chunk_state(B, x, e(b, h, c, L, dtype=F32), e(b, h, c, L, dtype=F32))
+        assert (states.shape, states.dtype) == ((b, c, h, p, n), F32)
+        y = ops.chunk_scan(e(b, c, g, L, L, dtype=F32), x, e(b, h, c, L, dtype=F32), e(b, h, c, L, dtype=F32), B,
+                           e(b, c, h, p, n), e(h, dtype=F32))
+        assert (y.shape, y.dtype) == ((b, s, h, p), F16)
+
+
+# ---------------------------------------------------------------- torch.compile
+class Layer(torch.nn.Module):
+    """A transformer-ish block and an SSD call, every heavy op a pt-tvm op."""
+
+    def __init__(self, d: int = 128, heads: int = 2, device: str = "meta"):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(d, 3 * d, device=device, dtype=F16)
+        self.out = torch.nn.Linear(d, d, device=device, dtype=F16)
+        self.proj = torch.nn.Parameter(torch.empty(d, d, device=device, dtype=F16))
+
+    def forward(self, x, dt, A, B, C):
+        b, s, d = x.shape
+        q, k, v = ops.linear(x, self.qkv.weight, self.qkv.bias).view(b, s, 3, self.heads, -1).unbind(2)
+        o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+        y = ops.linear(o.reshape(b, s, d), self.out.weight, self.out.bias)
+        y = torch.relu(ops.matmul(y, self.proj))
+        ssd = ops.ssd_chunk_scan(y.view(b, s, self.heads, -1).contiguous(), dt, A, B, C, 64, D=A)
+        return y + ssd.view(b, s, d)
+
+
+def _layer_inputs(device="meta", b=2, s=256, d=128, heads=2, n=64):
+    return (torch.randn(b, s, d, device=device, dtype=F16), torch.rand(b, s, heads, device=device),
+            -torch.rand(heads, device=device), torch.randn(b, s, 1, n, device=device, dtype=F16),
+            torch.randn(b, s, 1, n, device=device, dtype=F16))
+
+
+def _pt_tvm_ops(gm: torch.fx.GraphModule) -> set[str]:
+    """Names of the pt_tvm ops a traced graph calls (op packets and their overloads alike)."""
+    names = {str(n.target).removesuffix(".default") for n in gm.graph.nodes if n.op == "call_function"}
+    return {n.removeprefix("pt_tvm.") for n in names if n.startswith("pt_tvm.")}
+
+
+def test_compile_fullgraph_has_no_graph_break():
+    """Dynamo traces the whole layer into one graph holding the pt_tvm ops; AOT then decomposes the composite ops
+    down to the kernel ops. Meta tensors: nothing runs, the fake implementations give the shapes."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    torch._dynamo.reset()
+    layer, inputs = Layer(), _layer_inputs()
+    graphs, aot_graphs = [], []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def record_aot(gm, example_inputs):
+        aot_graphs.append(gm)
+        return gm.forward
+
+    out = torch.compile(layer, backend=record, fullgraph=True)(*inputs)
+    assert out.shape == (2, 256, 128) and out.device.type == "meta"
+    assert len(graphs) == 1
+    assert _pt_tvm_ops(graphs[0]) == {"linear", "attention", "matmul", "ssd_chunk_scan"}
+    torch._dynamo.reset()
+    with torch.no_grad():  # the ops are forward-only (no autograd formula): an inference graph
+        torch.compile(layer, backend=aot_autograd(fw_compiler=record_aot), fullgraph=True)(*inputs)
+    assert _pt_tvm_ops(aot_graphs[0]) == {"gemm", "attention", "chunk_state", "chunk_scan"}
+    explained = torch._dynamo.explain(layer)(*inputs)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+
+
+def test_compile_fullgraph_would_catch_a_graph_break():
+    """The control: the same harness refuses a layer with a break, so the test above can fail."""
+
+    class Broken(Layer):
+        def forward(self, x, *rest):
+            y = ops.linear(x, self.out.weight)
+            torch._dynamo.graph_break()
+            return ops.linear(y, self.out.weight)
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="graph_break|Call to `torch._dynamo.graph_break"):
+        torch.compile(Broken(), backend=lambda gm, ex: gm.forward, fullgraph=True)(*_layer_inputs())
+    assert torch._dynamo.explain(Broken())(*_layer_inputs()).graph_break_count == 1
+
+
+# ---------------------------------------------------------------- the dispatch, with a reference stand-in
+_OUT_DTYPE = {"chunk_state": F32}
+
+
+class Calls:
+    """Counts of the search and compile steps the dispatch ran."""
+
+    def __init__(self):
+        self.search = self.compile = self.tune = 0
+
+
+@pytest.fixture
+def dispatch(monkeypatch, tmp_path):
+    """Ops run on CPU tensors through a fresh store (plan cache under tmp_path) on the h100 model; the search is
+    the real one, counted; the compile step returns the template's reference, cast as the kernel's output."""
+    calls = Calls()
+    real_search = compiler.search_tiles
+
+    def search(*args, **kw):
+        calls.search += 1
+        return real_search(*args, **kw)
+
+    def compile_kernel(template, problem, func, vdev):
+        calls.compile += 1
+        assert func.attrs is not None and vdev.name == "h100"
+        out_dtype = _OUT_DTYPE.get(template.name, getattr(torch, problem["dtype"]))
+        return lambda *inputs: template.reference(*inputs, **problem).to(out_dtype)
+
+    monkeypatch.setattr(checks, "KERNEL_DEVICE_TYPES", ("cuda", "meta", "cpu"))
+    monkeypatch.setattr(kernels, "chip_of", lambda device: hw.get("h100"))
+    monkeypatch.setattr(compiler, "search_tiles", search)
+    monkeypatch.setattr(kernels, "compile_kernel", compile_kernel)
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))) as store:
+        yield calls, store
+
+
+def test_second_call_of_a_shape_does_no_search_and_no_compile(dispatch, caplog):
+    calls, store = dispatch
+    x, w, bias = randn(2, 64, 128), randn(128, 128, seed=1), randn(128, seed=2)
+    with caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        first = ops.linear(x, w, bias)
+        assert (calls.search, calls.compile) == (1, 1)
+        second = ops.linear(randn(2, 64, 128, seed=3), w, bias)
+        assert (calls.search, calls.compile) == (1, 1)
+    assert len(store) == 1
+    ref = x.float() @ w.float().T + bias.float()
+    assert first.shape == (2, 64, 128) and rel_err(first.float(), ref) < REL_TOL["float16"]
+    assert not torch.equal(first, second)
+    records = [r for r in caplog.records if r.name == "pt_tvm.ops"]
+    assert len(records) == 1, "the schedule choice is logged once per shape"
+    assert "gemm {M=128, N=128, K=128, dtype=float16, trans_B=True} on h100" in records[0].getMessage()
+    assert "from search" in records[0].getMessage()
+    ops.matmul(randn(128, 64), randn(64, 128))  # another problem (trans_B=False): its own search and compile
+    assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
+
+
+def test_plan_cache_serves_a_new_process(dispatch, tmp_path, caplog):
+    """A new store (as in a new process) finds the plan on disk: it compiles but does not search."""
+    calls, _ = dispatch
+    a, b = randn(128, 64), randn(64, 128, seed=1)
+    ops.matmul(a, b)
+    assert (calls.search, calls.compile, len(PlanCache(str(tmp_path)))) == (1, 1, 1)
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))), \
+            caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        out = ops.matmul(a, b)
+    assert (calls.search, calls.compile) == (1, 2)
+    assert "from plan cache (model)" in caplog.records[-1].getMessage()
+    assert rel_err(out.float(), a.float() @ b.float()) < REL_TOL["float16"]
+
+
+def test_a_plan_cache_entry_that_no_longer_fits_is_searched_again(dispatch, tmp_path):
+    calls, _ = dispatch
+    ops.matmul(randn(128, 64), randn(64, 128))
+    cache = PlanCache(str(tmp_path))
+    (path,) = [f for f in cache._entries()]
+    key = path.removesuffix(".json")
+    other, _, _ = kernels.schedule_template("chunk_state", hw.get("h100"), params={"seqlen": 512})
+    cache.put(key, other.best.plan)  # a plan of another kernel under the matmul's key
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))):
+        with pytest.warns(PlanCacheWarning, match="no longer fits template 'gemm'"):
+            ops.matmul(randn(128, 64), randn(64, 128))
+    assert calls.search == 3  # the matmul, the chunk_state above, the matmul again
+    assert cache.get(key).graph == "gemm"
+
+
+def test_tuning_only_when_asked_and_its_plan_is_preferred(dispatch, monkeypatch, tmp_path, caplog):
+    calls, store = dispatch
+    a, b = randn(128, 64), randn(64, 128, seed=1)
+
+    def tune(name, vdev, *, params, top_k):
+        calls.tune += 1
+        result, problem, build = kernels.schedule_template(name, vdev, params=params)
+        best = Measured(result.best, 0.25, 1e-4)
+        kernel = kernels.compile_kernel(kernels.templates.get(name), problem, build(), vdev)
+        return TuneResult(best, kernel, (best,), result, problem)
+
+    monkeypatch.setattr(kernels, "tune_template", tune)
+    ops.matmul(a, b)
+    assert calls.tune == 0
+    assert ops.configure(tune=True, top_k=2) == ops.Config(tune=True, top_k=2, cache_dir=str(tmp_path))
+    ops.matmul(a, b)
+    assert calls.tune == 0, "a compiled shape is not tuned again"
+    store.clear()
+    with caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        ops.matmul(a, b)  # the model's plan is on disk, but tuning was asked for
+    assert calls.tune == 1 and "from tuning (best of 1, 0.250 ms)" in caplog.records[-1].getMessage()
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))), \
+            caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        searches = calls.search
+        ops.matmul(a, b)
+    assert calls.search == searches and calls.tune == 1
+    assert "from plan cache (tuned)" in caplog.records[-1].getMessage()
+
+
+def test_configure_rejects_unknown_or_bad_settings():
+    with pytest.raises(TypeError, match="no setting 'tunes'"):
+        ops.configure(tunes=True)
+    with pytest.raises(TypeError, match="'tune' must be a bool"):
+        ops.Config(tune="yes")
+    with pytest.raises(ValueError, match="'top_k' must be a positive int"):
+        ops.Config(top_k=0)
+
+
+def test_tune_env_var(monkeypatch):
+    monkeypatch.setenv(kernels.TUNE_ENV, "1")
+    assert ops.KernelStore().config.tune
+    monkeypatch.setenv(kernels.TUNE_ENV, "0")
+    assert not ops.KernelStore().config.tune
+
+
+def test_attention_through_the_dispatch(dispatch):
+    calls, _ = dispatch
+    q, k, v = randn(1, 128, 4, 64), randn(1, 128, 2, 64, seed=1), randn(1, 128, 2, 64, seed=2)
+    out = ops.attention(q, k, v, causal=True, softmax_scale=64 ** -0.5)
+    ref = F.scaled_dot_product_attention(q.float().transpose(1, 2), k.float().repeat_interleave(2, 2).transpose(1, 2),
+                                         v.float().repeat_interleave(2, 2).transpose(1, 2), is_causal=True)
+    assert rel_err(out.float(), ref.transpose(1, 2)) < REL_TOL["float16"]
+    assert (calls.search, calls.compile) == (1, 1)
+
+
+def test_the_real_compile_step_runs_once_per_shape(monkeypatch, tmp_path):
+    """Search, plan and TileLang's compile (nvcc) as on a GPU machine; only the launch fails on CPU tensors. The
+    compiled kernel is kept: the second call of the shape compiles nothing and fails at the launch again."""
+    compiled = []
+    real_compile = kernels.compile_kernel
+
+    def compile_kernel(*args):
+        compiled.append(args[0].name)
+        return real_compile(*args)
+
+    monkeypatch.setattr(checks, "KERNEL_DEVICE_TYPES", ("cuda", "meta", "cpu"))
+    monkeypatch.setattr(kernels, "chip_of", lambda device: hw.get("h100"))
+    monkeypatch.setattr(kernels, "compile_kernel", compile_kernel)
+    a, b = randn(128, 64), randn(64, 128, seed=1)
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))) as store:
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="device"):
+                ops.matmul(a, b)
+            assert compiled == ["gemm"] and len(store) == 1
+
+
+def test_the_template_refuses_a_shape_before_any_search(dispatch):
+    calls, _ = dispatch
+    with pytest.raises(ValueError, match="'gemm' template does not take this shape: .*'block_M'=128 must divide M=100"):
+        ops.matmul(randn(100, 64), randn(64, 64))
+    assert (calls.search, calls.compile) == (0, 0)
+
+
+# ---------------------------------------------------------------- the SSD forward against a recurrence
+def ssd_recurrence(x, dt, A, B, C, D=None, z=None, dt_bias=None, initial_states=None, dt_softplus=False,
+                   dt_limit=(0.0, math.inf)):
+    """Float32 ``h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T``, ``y_t = h_t C_t + D x_t``, gated by silu(z):
+    the SSM one position at a time, independent of the chunked algorithm."""
+    b, s, h, p = x.shape
+    r = h // B.shape[2]
+    dt = dt.float() + (dt_bias.float() if dt_bias is not None else 0.0)
+    dt = (F.softplus(dt) if dt_softplus else dt).clamp(*dt_limit)
+    Bh, Ch = B.float().repeat_interleave(r, 2), C.float().repeat_interleave(r, 2)
+    state = initial_states.float() if initial_states is not None else x.new_zeros(b, h, p, B.shape[3], dtype=F32)
+    ys = []
+    for t in range(s):
+        state = (state * torch.exp(dt[:, t] * A.float())[..., None, None]
+                 + (dt[:, t, :, None] * x[:, t].float())[..., None] * Bh[:, t, :, None, :])
+        ys.append(torch.einsum("bhpn,bhn->bhp", state, Ch[:, t]))
+    y = torch.stack(ys, 1)
+    if D is not None:
+        y = y + (D.float()[:, None] if D.dim() == 1 else D.float()) * x.float()
+    if z is not None:
+        y = y * F.silu(z.float())
+    return y, state
+
+
+def _ssd_inputs(b=2, s=256, h=4, p=64, g=2, n=128, dtype=F16):
+    x, B, C = randn(b, s, h, p, dtype=dtype), randn(b, s, g, n, dtype=dtype, seed=1), randn(b, s, g, n, dtype=dtype,
+                                                                                             seed=2)
+    gen = torch.Generator().manual_seed(3)
+    dt = torch.exp(math.log(1e-3) + (math.log(1e-1) - math.log(1e-3)) * torch.rand(b, s, h, generator=gen))
+    A = -(1.0 + 15.0 * torch.rand(h, generator=gen))
+    return x, dt, A, B, C
+
+
+@pytest.mark.parametrize("extras", [
+    {},
+    {"D": "heads", "z": True},
+    {"D": "heads_headdim", "dt_bias": True, "dt_softplus": True, "initial_states": True, "dt_limit": (0.0, 0.05)},
+], ids=["plain", "D-z", "D2-bias-softplus-init-limit"])
+def test_ssd_chunk_scan_matches_the_recurrence(dispatch, extras):
+    calls, _ = dispatch
+    x, dt, A, B, C = _ssd_inputs()
+    h, p, n = x.shape[2], x.shape[3], B.shape[3]
+    kw = {}
+    if "D" in extras:
+        kw["D"] = randn(h, dtype=F32, seed=4) if extras["D"] == "heads" else randn(h, p, dtype=F32, seed=4)
+    if extras.get("z"):
+        kw["z"] = randn(*x.shape, seed=5)
+    if extras.get("dt_bias"):
+        kw["dt_bias"], dt = randn(h, dtype=F32, seed=6) - 4.0, torch.randn(*dt.shape) - 2.0
+    if extras.get("initial_states"):
+        kw["initial_states"] = randn(x.shape[0], h, p, n, dtype=F32, seed=7)
+    for key in ("dt_softplus", "dt_limit"):
+        if key in extras:
+            kw[key] = extras[key]
+    out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 64, return_final_states=True, **kw)
+    ref, ref_final = ssd_recurrence(x, dt, A, B, C, **kw)
+    assert out.dtype == F16 and final.dtype == F32
+    assert rel_err(out.float(), ref) < REL_TOL["float16"]  # 2e-4 to 4e-4: fp16 rounding of inputs and outputs
+    assert rel_err(final, ref_final) < 1e-5  # float32 throughout
+    assert (calls.search, calls.compile) == (2, 2)  # chunk_state and chunk_scan
+
+
+def test_ssd_glue_with_a_partial_last_chunk():
+    """The glue's padding for seqlen not a multiple of the chunk (mamba's convention: dt is zero past the end,
+    so the last chunk's state and dA_cumsum stop there), checked through a float32 chunked forward."""
+    from pt_tvm.ops import ssd
+
+    x, dt, A, B, C = (t.float() for t in _ssd_inputs(b=1, s=200))
+    chunk = 64
+    dtc, dA = ssd._chunk_cumsum(dt, A, chunk, None, False, 0.0, None)
+    assert dtc.shape == (1, 4, 4, 64) and torch.all(dtc[:, :, -1, 200 - 192:] == 0)
+    pad = lambda t: F.pad(t, (0, 0, 0, 0, 0, 256 - 200))  # noqa: E731 -- the kernels' zero-filled reads
+    r = x.shape[2] // B.shape[2]
+    xc, Bc, Cc = (pad(t).view(1, 4, chunk, *t.shape[2:]) for t in (x, B, C))
+    Bh, Ch = Bc.repeat_interleave(r, 3), Cc.repeat_interleave(r, 3)
+    decay_out = torch.exp(dA[..., -1:] - dA)                                            # [b, h, c, l]
+    states = torch.einsum("bclhp,bhcl,bclhn->bchpn", xc, dtc * decay_out, Bh)
+    prev, final = ssd._state_passing(states, dA[..., -1], None)
+    cb = ssd._bmm_chunk(C, B, chunk)
+    assert cb.shape == (1, 4, 2, 64, 64) and cb.is_contiguous()
+    seg = torch.exp((dA[..., :, None] - dA[..., None, :]).clamp(max=0)) * torch.ones(64, 64).tril()
+    y = []
+    for c in range(4):
+        cbh = cb[:, c].repeat_interleave(r, 1)                                            # [b, h, l, s]
+        scores = cbh * seg[:, :, c] * dtc[:, :, c, None, :]
+        decay_in = torch.exp(dA[:, :, c]).transpose(1, 2)[..., None]                      # [b, l, h, 1]
+        inter = torch.einsum("blhn,bhpn->blhp", Ch[:, c], prev[:, c]) * decay_in
+        y.append(torch.einsum("bhls,bshp->blhp", scores, xc[:, c]) + inter)
+    y = torch.cat(y, 1)[:, :200]
+    ref, ref_final = ssd_recurrence(x, dt, A, B, C)
+    assert rel_err(y, ref) < 1e-5 and rel_err(final, ref_final) < 1e-5
