@@ -43,6 +43,16 @@ class Stream:
     loop_len: int
     queue: list[Entry] = field(default_factory=list)
     time: float = 0.0
+    closes: list[bool] = field(init=False)  # whether the entry is its iteration's last sTask on this stream
+
+    def __post_init__(self) -> None:
+        self.closes = [False] * len(self.queue)
+        nxt = None  # the iteration of the next sTask entry (its own, past the last)
+        for i in range(len(self.queue) - 1, -1, -1):
+            what, it = self.queue[i]
+            if isinstance(what, Append):
+                self.closes[i] = it >= 0 and nxt is not None and nxt != it
+                nxt = it
 
 
 class Simulation:
@@ -65,14 +75,23 @@ class Simulation:
         for s in self.streams:
             self.by_role.setdefault(s.role, []).append(s)
         role_of = {a.stask: a.role for a in plan.appends}
-        self.edges_into: dict[str, list[tuple]] = {}  # dst -> (src, src placement, effective distance, src role)
-        for e in graph.edges:
-            self.edges_into.setdefault(e.dst, []).append(
-                (e.src, graph.stask(e.src).placement, effective_distance(e, plan.versions), role_of[e.src]))
-        for gemm, waiter in plan.in_flight().items():  # the waiter holds until the gemm of its own step completes
-            self.edges_into.setdefault(waiter, []).append(
-                (gemm, Placement.LOOP, self.stage[gemm] - self.stage[waiter], role_of[gemm]))
+        self.placement = {t.id: t.placement for t in graph.stasks}
         self.plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}
+        incoming: list[tuple] = [(e.dst, e.src, effective_distance(e, plan.versions)) for e in graph.edges]
+        # the waiter of an in-flight gemm holds until the gemm of its own step completes
+        incoming += [(waiter, gemm, self.stage[gemm] - self.stage[waiter]) for gemm, waiter in plan.in_flight().items()]
+        self.edges_into: dict[str, list[tuple]] = {}  # dst -> (src, loop distance or None, fixed iteration, ...)
+        for dst, src, dist in incoming:
+            src_place, dst_place = self.placement[src], self.placement[dst]
+            same_role = role_of[src] == role_of[dst]
+            if src_place == dst_place == Placement.EPILOGUE and same_role:
+                continue  # the epilogue runs once, in program order: its own earlier sTasks are issued
+            loop = src_place == dst_place == Placement.LOOP
+            # outside the loop: the prologue's or epilogue's one instance, or the loop's last
+            fixed = iters - 1 if src_place == Placement.LOOP else -1
+            reorder_ok = loop and same_role and self.plan_pos[src] > self.plan_pos[dst]
+            others = None if same_role else self.by_role[role_of[src]]
+            self.edges_into.setdefault(dst, []).append((src, dist if loop else None, fixed, others, reorder_ok))
         self.done: dict[Key, float] = {}
         self.iter_done = [0.0] * iters
 
@@ -125,62 +144,59 @@ class Simulation:
             if key[2] < 0:
                 return 0.0, None
             return (self.done[key] + self.turn_cycles, None) if key in self.done else (None, key)
-        t = self.graph.stask(what.stask)
         ready = 0.0
-        for src, src_place, dist, src_role in self.edges_into.get(t.id, ()):
-            if src_place == Placement.LOOP and t.placement == Placement.LOOP:
+        done = self.done
+        for src, dist, fixed, others, reorder_ok in self.edges_into.get(what.stask, ()):
+            if dist is not None:
                 src_it = it - dist
                 if src_it < 0:
                     continue
-            elif src_place == t.placement == Placement.EPILOGUE and src_role == stream.role:
-                continue  # the epilogue runs once, in program order: its own earlier sTasks are issued
-            else:  # outside the loop: the prologue's or epilogue's one instance, or the loop's last
-                src_it = self.iters - 1 if src_place == Placement.LOOP else -1
-            for o in ([stream] if src_role == stream.role else self.by_role[src_role]):
+            else:
+                src_it = fixed
+            for o in (stream,) if others is None else others:
                 key = (o.name, src, src_it)
-                if key not in self.done:
-                    if o is stream and src_place == t.placement == Placement.LOOP and src_it == it \
-                            and self.plan_pos[src] > self.plan_pos[t.id]:
+                end = done.get(key)
+                if end is None:
+                    if reorder_ok and src_it == it:
                         continue  # a broken same-role order is the dependence rule's to report
                     return None, key
-                ready = max(ready, self.done[key])
+                if end > ready:
+                    ready = end
         return ready, None
 
     def run(self) -> list[tuple[Stream, Entry, Key]]:
         """Issue the earliest-ready head until none can issue; (stream, head, what it waits for) of the
         streams left waiting forever (none when every program finished)."""
-        heads = {s.name: 0 for s in self.streams}
-        head_ready: dict[str, float] = {}  # a head's dependences, once all simulated, cannot change
-        blocked: dict[str, Key] = {}  # stream -> the first missing completion its head waits for
+        streams, done, epilogue = self.streams, self.done, Placement.EPILOGUE
+        heads = [0] * len(streams)
+        head_ready: list[float | None] = [None] * len(streams)  # a head's dependences, once simulated, cannot change
+        blocked: list[Key | None] = [None] * len(streams)  # the first missing completion a stream's head waits for
         while True:
-            best = None
-            for s in self.streams:
-                i = heads[s.name]
+            best, best_start = -1, 0.0
+            for n, s in enumerate(streams):
+                i = heads[n]
                 if i >= len(s.queue):
                     continue
-                ready = head_ready.get(s.name)
+                ready = head_ready[n]
                 if ready is None:
-                    if s.name in blocked and blocked[s.name] not in self.done:
+                    if blocked[n] is not None and blocked[n] not in done:
                         continue  # needs() would stop at the same missing completion again
-                    ready, missing = self.needs(s, s.queue[i])
+                    ready, blocked[n] = self.needs(s, s.queue[i])
                     if ready is None:
-                        blocked[s.name] = missing
                         continue
-                    head_ready[s.name] = ready
-                start = max(s.time, ready)
+                    head_ready[n] = ready
+                start = s.time if s.time > ready else ready
                 what = s.queue[i][0]
-                if isinstance(what, Append) and self.graph.stask(what.stask).placement == Placement.EPILOGUE:
+                if isinstance(what, Append) and self.placement[what.stask] == epilogue:
                     start = max(start, max(self.iter_done))
-                if best is None or start < best[0]:
-                    best = (start, s)
-            if best is None:
+                if best < 0 or start < best_start:
+                    best, best_start = n, start
+            if best < 0:
                 break
-            start, s = best
-            self._step(s, heads[s.name], start)
-            heads[s.name] += 1
-            head_ready.pop(s.name, None)
-            blocked.pop(s.name, None)
-        return [(s, s.queue[heads[s.name]], blocked[s.name]) for s in self.streams if heads[s.name] < len(s.queue)]
+            self._step(streams[best], heads[best], best_start)
+            heads[best] += 1
+            head_ready[best] = blocked[best] = None
+        return [(s, s.queue[heads[n]], blocked[n]) for n, s in enumerate(streams) if heads[n] < len(s.queue)]
 
     def _step(self, s: Stream, i: int, start: float) -> None:
         what, it = s.queue[i]
@@ -192,7 +208,7 @@ class Simulation:
         self.done[(s.name, what.stask, it)] = end
         if it >= 0:
             self.iter_done[it] = max(self.iter_done[it], end)
-            if self.overhead and next((e[1] for e in s.queue[i + 1:] if isinstance(e[0], Append)), it) != it:
+            if self.overhead and s.closes[i]:
                 s.time += self.overhead * s.share / max(1, s.loop_len)
 
     def describe(self, s: Stream) -> str:
