@@ -155,6 +155,8 @@ class EU:
         for key in ("smem_per_block", "smem_per_eu", "regs_per_eu", "max_regs_per_thread", "max_threads_per_block",
                     "warp_size", "warpgroup_warps", "reg_alloc_granularity", "min_regs_per_thread"):
             _check_int(where, key, getattr(self, key))
+        if self.warp_size not in (32, 64):
+            raise HardwareError(f"{where}: field 'warp_size' must be 32 (NVIDIA) or 64 (AMD), got {self.warp_size}")
         if self.smem_per_block > self.smem_per_eu:
             raise HardwareError(f"{where}: field 'smem_per_block' ({self.smem_per_block}) exceeds 'smem_per_eu' "
                                 f"({self.smem_per_eu})")
@@ -219,7 +221,8 @@ class VDevice:
         _check_str(where, "name", self.name)
         if not isinstance(self.eu, EU):
             object.__setattr__(self, "eu", _construct(EU, self.eu, f"{where}: eu"))
-        if isinstance(self.features, str) or not all(isinstance(f, str) for f in self.features):
+        if not isinstance(self.features, (list, tuple, set, frozenset)) or not all(isinstance(f, str)
+                                                                                for f in self.features):
             raise HardwareError(f"{where}: field 'features' must be a list of names, got {self.features!r}")
         object.__setattr__(self, "features", frozenset(self.features))
         unknown = sorted(self.features - FEATURES)

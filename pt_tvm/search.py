@@ -42,7 +42,13 @@ __all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "search_gr
 
 
 class NoValidPlan(PlanError):
-    """Every candidate broke a rule; ``violations`` holds the most common reasons."""
+    """Every candidate broke a rule; ``violations`` holds the rules, most broken first, in one line."""
+
+    def __init__(self, violations: Sequence[Violation], considered: int = 0):
+        super().__init__(violations)
+        reasons = "; ".join(f"{v.rule}: {v.message}" for v in self.violations)
+        self.args = (f"no valid plan among {considered} candidates ({reasons})" if considered else
+                     f"no valid plan: {reasons}",)
 
 
 @dataclass(frozen=True)
@@ -209,8 +215,8 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
         raise NoValidPlan([Violation("space", f"{vdev.name} offers no emission style pt-tvm can plan for (its "
                                      f"features name neither warp_specialization nor software_pipeline)")])
     if not ranked:
-        raise NoValidPlan([Violation(rule, f"{n} candidates broke it") for rule, n in
-                           sorted(rejected.items(), key=lambda kv: -kv[1])])
+        raise NoValidPlan([Violation(rule, f"{n} broke it") for rule, n in
+                           sorted(rejected.items(), key=lambda kv: -kv[1])], stats["considered"])
     return SearchResult(best=ranked[0], ranked=tuple(ranked), considered=stats["considered"], rejected=rejected,
                         seconds=time.perf_counter() - t0, flops=flops)
 
