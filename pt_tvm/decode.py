@@ -28,7 +28,7 @@ from .passes import apply_plan
 from .tune import tune_template
 
 __all__ = ["decode_attention", "DecodeAttention", "PlanBook", "DecodeInputError", "decode_problem", "bucket",
-           "check_inputs", "planned_for"]
+           "check_inputs", "check_shapes", "planned_for"]
 
 TEMPLATE = "decode_attention"
 
@@ -78,6 +78,12 @@ def check_inputs(q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_t
     Shapes and layouts the template itself rejects (page size, ``q_len``, head ratio) are reported by
     :meth:`Template.resolve` with the parameter's name.
     """
+    capacity = check_shapes(q, k_cache, v_cache, cache_seqlens, block_table)
+    _check_values(q, k_cache, cache_seqlens, block_table, capacity)
+
+
+def check_shapes(q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_table: Any = None) -> int:
+    """The checks of :func:`check_inputs` that read no values (fake tensors pass them); the cache's capacity."""
     if q.dim() != 4:
         raise DecodeInputError(f"q must be [batch, q_len, heads, dim], got shape {tuple(q.shape)}")
     batch, q_len, _, dim = q.shape
@@ -104,6 +110,12 @@ def check_inputs(q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_t
             raise DecodeInputError(f"block_table must be int32 [batch={batch}, max_pages], got "
                                    f"{block_table.dtype} {tuple(block_table.shape)}")
         capacity = int(block_table.shape[1]) * int(k_cache.shape[1])
+    return capacity
+
+
+def _check_values(q: Any, k_cache: Any, cache_seqlens: Any, block_table: Any, capacity: int) -> None:
+    """Lengths within the cache and page numbers within the pool (reads them from the device)."""
+    q_len = q.shape[1]
     lengths = cache_seqlens.long()
     if bool((lengths > capacity).any()):
         raise DecodeInputError(f"cache_seqlens {int(lengths.max())} exceeds the cache's capacity of {capacity} "

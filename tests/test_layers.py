@@ -43,8 +43,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("pt_tvm.fanout",),
     ("pt_tvm.cluster",),
     ("pt_tvm.cluster_cli",),
-    ("pt_tvm.ops.checks", "pt_tvm.ops.kernels", "pt_tvm.ops.attention", "pt_tvm.ops.gemm", "pt_tvm.ops.ssd",
-     "pt_tvm.ops"),
+    ("pt_tvm.ops.checks", "pt_tvm.ops.kernels", "pt_tvm.ops.attention", "pt_tvm.ops.decode", "pt_tvm.ops.gemm",
+     "pt_tvm.ops.ssd", "pt_tvm.ops"),
     ("pt_tvm.timeline",),
     ("pt_tvm.cli",),
 ]

@@ -28,7 +28,8 @@ def randn(*shape, dtype=F16, device="cpu", seed=0):
 
 # ---------------------------------------------------------------- registration and shapes
 def test_ops_are_registered_under_pt_tvm():
-    for name in ("attention", "gemm", "matmul", "linear", "chunk_state", "chunk_scan", "ssd_chunk_scan"):
+    for name in ("attention", "decode_attention", "gemm", "matmul", "linear", "chunk_state", "chunk_scan",
+                 "ssd_chunk_scan"):
         packet = getattr(torch.ops.pt_tvm, name)
         assert packet.default._schema.name == f"pt_tvm::{name}"
     assert "bool causal=False" in str(torch.ops.pt_tvm.attention.default._schema)
@@ -53,6 +54,13 @@ def test_fake_tensors_propagate_shapes_and_dtypes():
         assert ops.linear(e(64), e(32, 64)).shape == (32,)
         assert ops.matmul(e(7, 64), e(64, 16)).shape == (7, 16)
         assert torch.ops.pt_tvm.gemm(e(7, 64), e(16, 64), True).shape == (7, 16)
+        lens = e(2, dtype=torch.int32)
+        out = ops.decode_attention(e(2, 4, 32, 128), e(2, 4096, 8, 128), e(2, 4096, 8, 128), lens)
+        assert (out.shape, out.dtype) == ((2, 4, 32, 128), F16)
+        pages, table = e(64, 256, 8, 128), e(2, 16, dtype=torch.int32)  # paged: 16 pages of 256 per sequence
+        assert ops.decode_attention(e(2, 1, 32, 128), pages, pages, lens, table).shape == (2, 1, 32, 128)
+        with pytest.raises(ValueError, match="k_cache"):
+            ops.decode_attention(e(2, 1, 32, 128), e(2, 4096, 8, 64), e(2, 4096, 8, 64), lens)
         b, s, h, p, g, n, L = 2, 1000, 8, 64, 2, 128, 256  # a partial last chunk
         x, B = e(b, s, h, p), e(b, s, g, n)
         dt, A = e(b, s, h, dtype=F32), e(h, dtype=F32)

@@ -266,3 +266,17 @@ def test_second_call_of_a_shape_does_no_search_and_no_compile(monkeypatch, gen, 
     print(f"TIMES first {seconds[0]:.3f} s, then {seconds[1] * 1e3:.3f} ms and {seconds[2] * 1e3:.3f} ms")
     assert max(seconds[1:]) < min(0.05, seconds[0] / 20), seconds
     close(out, F.linear(x.float(), w.float()), F16, "linear")
+
+
+@pytest.mark.parametrize("page_size", [0, 64])
+def test_decode_attention_op_in_a_compiled_decoding_step(page_size, gen):
+    """``ops.decode_attention`` inside ``torch.compile(fullgraph=True)``: every step of a growing cache
+    matches the float32 reference (contiguous and paged caches, ragged lengths, GQA 32/8)."""
+    T = templates.get("decode_attention")
+    problem, _ = T.resolve(batch=3, q_len=2, heads=32, kv_heads=8, kv_len=4096, page_size=page_size, ragged=True)
+    q, k, v, seqlens, *table = T.make_inputs(problem, "cuda", gen)
+    step = torch.compile(lambda q, k, v, n, *t: ops.decode_attention(q, k, v, n, *t) * 1.0, fullgraph=True)
+    for grow in (0, 7, 300):
+        lengths = torch.clamp(seqlens + grow, max=problem["kv_len"])
+        close(step(q, k, v, lengths, *table), T.reference(q, k, v, lengths, *table, **problem), F16,
+              f"decode page_size={page_size} +{grow}")

@@ -1,7 +1,8 @@
 """pt-tvm's kernels as PyTorch ops (``torch.ops.pt_tvm.*``), callable from eager code and from
 ``torch.compile(fullgraph=True)`` graphs without breaks.
 
-Ops: :func:`attention` (``flash_attn_func`` conventions), :func:`matmul`, :func:`linear`, Mamba2's
+Ops: :func:`attention` (``flash_attn_func`` conventions), :func:`decode_attention` (over a contiguous or paged KV
+cache, one plan per shape bucket), :func:`matmul`, :func:`linear`, Mamba2's
 :func:`chunk_state`, :func:`chunk_scan` and the whole SSD forward :func:`ssd_chunk_scan`
 (``mamba_chunk_scan_combined`` conventions), plus the kernel op ``torch.ops.pt_tvm.gemm``. Each has a
 fake (meta) implementation for tracing. The first call of a new shape finds its plan in the plan
@@ -27,9 +28,10 @@ Example::
     model = torch.compile(Block().cuda().half(), fullgraph=True)
 """
 from .attention import attention
+from .decode import decode_attention
 from .gemm import gemm, linear, matmul
 from .kernels import Config, KernelStore, configure, current, using
 from .ssd import chunk_scan, chunk_state, ssd_chunk_scan
 
-__all__ = ["attention", "matmul", "linear", "gemm", "chunk_state", "chunk_scan", "ssd_chunk_scan",
+__all__ = ["attention", "decode_attention", "matmul", "linear", "gemm", "chunk_state", "chunk_scan", "ssd_chunk_scan",
            "Config", "KernelStore", "configure", "current", "using"]
