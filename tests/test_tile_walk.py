@@ -38,14 +38,13 @@ MEASURED = os.path.join(os.path.dirname(__file__), "data", "h100-gemm-measured-p
 
 
 def _planned(name: str, target: hw.VDevice = H100, style: Style = Style.WARP_SPECIALIZED, **params):
-    """(template, problem, PrimFunc, graph, the best launch-order plan of ``style``) for one tile."""
+    """(template, problem, PrimFunc, graph, the best plan of ``style``, its tiles walked in launch order)."""
     template = get(name)
     problem, tile = template.resolve(**params)
     func = template.build(**problem, **tile)
     graph = extract_stask_graph(func, target)
-    plan = next(c.plan for c in search_graph(graph, target, tile=tile)
-                if c.plan.style == style and c.plan.tile_order.is_launch_order and not c.plan.persistent)
-    return template, problem, func, graph, plan
+    plan = next(c.plan for c in search_graph(graph, target, tile=tile) if c.plan.style == style)
+    return template, problem, func, graph, replace(plan, tile_order=TileOrder(), persistent=False)
 
 
 # ---------------------------------------------------------------- the order

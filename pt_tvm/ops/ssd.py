@@ -189,9 +189,12 @@ def _segsum(x: Tensor) -> Tensor:
     """``out[..., i, j] = x[..., j+1] + ... + x[..., i]`` for ``j <= i`` (0 on the diagonal), ``-inf`` above:
     summed per entry, not as a difference of cumulative sums, so long sequences lose no precision."""
     n = x.shape[-1]
-    below = torch.ones(n, n, dtype=torch.bool, device=x.device).tril(-1)
-    sums = torch.cumsum(x[..., None].expand(*x.shape, n).masked_fill(~below, 0.0), dim=-2)
-    return sums.masked_fill(~torch.ones(n, n, dtype=torch.bool, device=x.device).tril(), -math.inf)
+    after = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)  # [j, k]: k > j
+    # summed along the last (contiguous) dim, then transposed: Inductor's Triton scan over the second-last
+    # dim of an expanded tensor failed to compile in torch 2.11 (InductorError in get_block_shape)
+    sums = torch.cumsum(x[..., None, :].expand(*x.shape[:-1], n, n).masked_fill(~after, 0.0), dim=-1)
+    return sums.transpose(-1, -2).masked_fill(~torch.ones(n, n, dtype=torch.bool, device=x.device).tril(),
+                                              -math.inf)
 
 
 def _state_passing(states: Tensor, dA_last: Tensor, initial_states: Optional[Tensor]) -> tuple[Tensor, Tensor]:
