@@ -14,10 +14,12 @@ with their reason and left out of every ratio.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
 import re
+import sys
 from typing import Any, Iterable, Mapping, Sequence
 
 from .runfile import load_run
@@ -421,4 +423,8 @@ def write_report(run_path: str, out_dir: str, subject: str = SUBJECT) -> tuple[s
     table = os.path.join(out_dir, "table.md")
     with open(table, "w") as f:
         f.write(text)
+    if importlib.util.find_spec("matplotlib") is None:
+        print("benchmarks report: no charts (matplotlib is not installed: pip install 'pt-tvm[plot]')",
+              file=sys.stderr)
+        return table, []
     return table, plot(run["rows"], out_dir, subject)

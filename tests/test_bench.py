@@ -198,6 +198,7 @@ def test_report_table_and_charts(tmp_path):
     assert f"pt-tvm/best peer geomean {fa_best:.2f}x over 2 configs" in table
     assert "NVIDIA H100 80GB HBM3 (synthetic)" in table
     pngs = sorted(p.name for p in out_dir.glob("*.png"))
+    pytest.importorskip("matplotlib", reason="charts need matplotlib (pip install 'pt-tvm[plot]')")
     assert pngs == ["flash_attention_float16_d128_noncausal.png", "gemm_float16.png"]
     for name in pngs:
         assert (out_dir / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -24,6 +24,7 @@ def _schedule(argv, capsys):
 
 
 def test_schedule_gemm_on_a100(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (pip install 'pt-tvm[plot]')")
     out_dir, png = tmp_path / "gemm", tmp_path / "t.png"
     rc, out, err = _schedule(["gemm", "--target", "a100", "--param", "M=1024", "--param", "N=1024",
                               "--param", "K=1024", "--random-orders", "1", "--top", "3",

@@ -305,6 +305,7 @@ def test_text_and_plot_timeline(fa_h100, tmp_path):
     assert "tensor_core" in text and "gemm_1@it" in text
     lo, hi = steady_window(est)
     assert hi - lo == pytest.approx(est.cycles_per_iteration)
+    pytest.importorskip("matplotlib", reason="charts need matplotlib (pip install 'pt-tvm[plot]')")
     png = tmp_path / "t.png"
     plot_timeline(est, str(png), "FA on h100")
     data = png.read_bytes()
