@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 from pt_tvm.errors import PtTvmError
 
+from . import roofline
 from .calibration import cmd_calibrate
 from .readme import RESULTS, ROOT
 from .runfile import RunFileError, load_run
@@ -384,6 +385,14 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_roofline(args: argparse.Namespace) -> int:
+    try:
+        print(roofline.write(args.run, args.out and _writable(args.out, "--out"), args.system))
+    except ValueError as e:  # RunFileError included, and a device without a chip model
+        raise UsageError(str(e)) from None
+    return 0
+
+
 def _cmd_readme(args: argparse.Namespace) -> int:
     from .readme import load_index, readme_section, results_index, splice
 
@@ -496,6 +505,12 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--out", help="JSON to write (default out/search-time-TARGET-DATE.json, git-ignored)")
     p.add_argument("--no-save", action="store_true", help="print only, write no JSON")
     p.set_defaults(func=_cmd_search_time)
+
+    p = sub.add_parser("roofline", help="a run's rows against the chip's HBM and tensor-core rooflines")
+    p.add_argument("run", metavar="RUN.json")
+    p.add_argument("--out", metavar="FILE.md", help="also write the tables here")
+    p.add_argument("--system", action="append", help="only these systems (repeatable; default all)")
+    p.set_defaults(func=_cmd_roofline)
 
     p = sub.add_parser("readme", help="regenerate README.md's results section and benchmarks/results/README.md "
                                       "from the runs benchmarks/results/index.json names")
