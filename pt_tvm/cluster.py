@@ -92,7 +92,7 @@ def tuned_plan(template: str, problem: Mapping[str, Any], target: Any, db: Tunin
     """The fastest plan measured for ``template`` at ``problem`` on ``target``'s chip, or None (what a
     model's ops start from before searching)."""
     vdev = hw.for_target(target)
-    problem, _ = templates.get(template).resolve(**dict(problem))
+    problem, _ = templates.get(template).resolve_problem(**dict(problem))
     return db.best_plan(tuning_key(extract_stask_graph(templates.get(template).build(**problem), vdev), vdev,
                                    template, problem))
 
@@ -183,7 +183,7 @@ def tune_shapes(shapes: Sequence[Shape], target: Any, *, tracker: str | tuple[st
     log = log if log is not None else sys.stderr
     vdev = hw.for_target(target)
     for s in shapes:  # bad input fails here, before any process starts
-        templates.get(s.template).resolve(**dict(s.params))
+        templates.get(s.template).resolve_problem(**dict(s.params))
     ledger = DatabaseLedger(db, claim_s=(timeout_s + 30.0) * (retries + 1))
     timing = {"warmup_ms": warmup_ms, "rep_ms": rep_ms}
     planned: dict[int, Planned] = {}

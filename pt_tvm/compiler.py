@@ -67,13 +67,14 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
                       ) -> tuple[SearchResult, dict, Callable[[Candidate | None], Any]]:
     """Two-level search for a built-in template: every candidate tile (inter-EU), then its plans (intra-EU).
 
-    Returns ``(result, problem, build)`` where ``build(candidate=None)`` returns the
+    Tile parameters among ``params`` (``block_M=64``) pin that dimension of the tile search; the shape is
+    checked against the tiles the search may choose. Returns ``(result, problem, build)`` where ``build(candidate=None)`` returns the
     PrimFunc of a candidate (default: the winner) with its plan applied.
     """
     template = templates.get(name)
-    problem, _ = template.resolve(**dict(params or {}))
+    problem, pins = template.resolve_problem(**dict(params or {}))
     vdev = hw.for_target(target)
-    cands = [dict(t) for t in tiles] if tiles is not None else template.tile_candidates(problem, vdev.features)
+    cands = [dict(t) for t in tiles] if tiles is not None else template.tile_candidates(problem, vdev.features, pins)
     funcs: dict[int, tuple[STaskGraph, Any]] = {}  # id(graph) -> (graph, its PrimFunc), the graph kept alive
 
     def graph_of(tile: Mapping[str, Any]) -> STaskGraph:

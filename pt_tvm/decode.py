@@ -156,7 +156,7 @@ class DecodeAttention:
         if validate:
             check_inputs(q, k_cache, v_cache, cache_seqlens, block_table)
         problem = decode_problem(q, k_cache, block_table, softmax_scale)
-        templates.get(TEMPLATE).resolve(**problem)  # shapes the template cannot take fail here, by name
+        templates.get(TEMPLATE).resolve_problem(**problem)  # shapes the template cannot take fail here, by name
         longest = int(cache_seqlens.max()) if max_seqlen is None else int(max_seqlen)
         key = (tuple(sorted(problem.items())), bucket(longest, problem["kv_len"]), q.device.index)
         inputs = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if block_table is not None else ())

@@ -17,7 +17,9 @@ import tilelang
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS"]
+
+MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
 
 class TemplateError(PtTvmError, ValueError):
@@ -77,29 +79,39 @@ class Template:
     extra_seconds: Callable[[Mapping[str, Any], Mapping[str, Any], Any], float] | None = None
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
-        """Split ``overrides`` into (problem, tile) dicts over the defaults; unknown keys raise."""
-        problem, tile = dict(self.problem), dict(self.tile)
-        for key, value in overrides.items():
-            if key in problem:
-                problem[key] = _coerce(self.name, key, problem[key], value)
-            elif key in tile:
-                tile[key] = _coerce(self.name, key, tile[key], value)
-            else:
-                known = ", ".join(sorted([*problem, *tile]))
-                raise TemplateError(f"template {self.name!r} has no parameter {key!r} (known: {known})")
+        """Split ``overrides`` into (problem, tile) dicts over the defaults and check that tile; unknown keys
+        raise."""
+        problem, tile = self._split(overrides)
+        _check_tile_values(self.name, tile)
         self.check(problem, tile)
         return problem, tile
+
+    def resolve_problem(self, **params: Any) -> tuple[dict, dict]:
+        """``(problem, pins)``: ``params`` split into the problem over the defaults and the tile parameters
+        given, which pin those dimensions of the tile search. The problem is checked against the tiles the
+        search may choose (:meth:`tile_candidates`), not the default tile alone; when none fits, the error
+        is the default tile's (with the pins)."""
+        problem, tile = self._split(params)
+        pins = {k: v for k, v in tile.items() if k in params}
+        try:
+            self.resolve(**problem, **pins)
+        except TemplateError:
+            if not self.tile_candidates(problem, pins=pins):
+                raise
+        return problem, pins
 
     def build(self, num_stages: int = 2, **overrides: Any):
         """The PrimFunc for these parameters, with TileLang's default pipelining depth."""
         problem, tile = self.resolve(**overrides)
         return self.builder(**problem, **tile, num_stages=num_stages)
 
-    def tile_candidates(self, problem: Mapping[str, Any], features: frozenset = frozenset()) -> list[dict]:
-        """The tile space (the inter-EU level of the search) at ``problem``, minus combinations the template
-        rejects; warp-specialized plans set their warps themselves, so with ``warp_specialization`` among a
-        chip's ``features`` one ``threads`` value per tile suffices."""
-        space = dict(self.tile_space)
+    def tile_candidates(self, problem: Mapping[str, Any], features: frozenset = frozenset(),
+                        pins: Mapping[str, Any] | None = None) -> list[dict]:
+        """The tile space (the inter-EU level of the search) at ``problem``, each parameter in ``pins`` fixed
+        to its value, minus combinations the template rejects; warp-specialized plans set their warps
+        themselves, so with ``warp_specialization`` among a chip's ``features`` one ``threads`` value per tile
+        suffices."""
+        space = {**self.tile_space, **{k: (v,) for k, v in (pins or {}).items()}}
         ws = "warp_specialization" in features and "threads" in space
         out, seen = [], set()
         for values in itertools.product(*space.values()):
@@ -115,6 +127,19 @@ class Template:
             out.append(tile)
         return out
 
+    def _split(self, params: Mapping[str, Any]) -> tuple[dict, dict]:
+        """``params`` over the default (problem, tile), CLI strings coerced; unknown keys raise."""
+        problem, tile = dict(self.problem), dict(self.tile)
+        for key, value in params.items():
+            if key in problem:
+                problem[key] = _coerce(self.name, key, problem[key], value)
+            elif key in tile:
+                tile[key] = _coerce(self.name, key, tile[key], value)
+            else:
+                known = ", ".join(sorted([*problem, *tile]))
+                raise TemplateError(f"template {self.name!r} has no parameter {key!r} (known: {known})")
+        return problem, tile
+
     def compile(self, func: Any, target: Any) -> Any:
         """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs
         (plus those its plan recorded, see :func:`pt_tvm.passes.pass_configs`), its emitted CUDA checked
@@ -123,6 +148,20 @@ class Template:
                                   pass_configs=pass_configs(func, self.pass_configs))
         check_emitted(func, kernel.get_kernel_source())
         return kernel
+
+
+def _check_tile_values(template: str, tile: Mapping[str, Any]) -> None:
+    """What no kernel can launch with, whatever the template: tile parameters are positive ints, block sizes
+    (``block_*``) powers of two (TileLang's layouts and swizzles assume them), ``threads`` within a block's
+    limit."""
+    for key, value in tile.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise TemplateError(f"{template}: parameter {key!r} must be a positive int, got {value!r}")
+        if key.startswith("block_") and value & (value - 1):
+            raise TemplateError(f"{template}: parameter {key!r} must be a power of two, got {value}")
+    if tile.get("threads", 0) > MAX_THREADS:
+        raise TemplateError(f"{template}: parameter 'threads'={tile['threads']} exceeds the {MAX_THREADS} threads "
+                            f"a block can have")
 
 
 def _coerce(template: str, key: str, default: Any, value: Any) -> Any:
