@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 from pt_tvm.errors import PtTvmError
 
+from . import layers
 from .calibration import cmd_calibrate
 from .readme import RESULTS, ROOT
 from .runfile import RunFileError, load_run
@@ -254,6 +255,9 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         raise UsageError(f"suite {args.suite!r} has no configs left after filtering")
     if args.tune_top_k is not None and args.tune_top_k < 1:
         raise UsageError("--tune-top-k must be >= 1")
+    layered = args.suite in layers.SUITES  # whole layers: their own build, check and timing (benchmarks.layers)
+    if layered and getattr(args, "tracker", None):
+        raise UsageError(f"suite {args.suite!r} runs on the local GPU only (no --tracker)")
     vdev, device = _vdev(args)
     name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
     out = _writable(args.out or os.path.join(OUT_DIR, name), "--out")
@@ -272,7 +276,7 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         from .dryrun import dry_run_configs
 
         head["sms"] = vdev.num_eus
-        rows = dry_run_configs(configs, vdev, system_options=options)
+        rows = layers.dry_run_configs(configs) if layered else dry_run_configs(configs, vdev, system_options=options)
     elif getattr(args, "tracker", None):
         from .remote import run_remote
 
@@ -291,15 +295,20 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         def save_partial(rows_so_far: list) -> None:  # a run cut off (e.g. by a time limit) keeps its rows
             write_run(out, {**head, "partial": True, "wall_s": round(time.perf_counter() - t0, 1)}, rows_so_far)
 
-        with tempfile.TemporaryDirectory(prefix="pt-tvm-autotune-") as cache:  # TileLang's autotuner: run-local
-            rows = run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
-                               system_options={**options, "autotune_cache": cache}, on_config=save_partial)
+        if layered:
+            head["tolerance"] = layers.LAYER_TOL
+            rows = layers.run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
+                                      on_config=save_partial)
+        else:
+            with tempfile.TemporaryDirectory(prefix="pt-tvm-autotune-") as cache:  # TileLang's autotuner: run-local
+                rows = run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
+                                   system_options={**options, "autotune_cache": cache}, on_config=save_partial)
     head["wall_s"] = round(time.perf_counter() - t0, 1)
     write_run(out, head, rows)
     if args.dry_run:
         states = [r.get("valid") for r in rows]
         print(f"dry run: {states.count(True)} rows built on the CPU, {states.count(False)} failed, "
-              f"{states.count(None)} peers skipped (GPU only)")
+              f"{states.count(None)} rows skipped (built on a GPU only)")
     else:
         for line in summary_lines(rows):
             print(line)

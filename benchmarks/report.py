@@ -95,6 +95,8 @@ def config_label(row: Mapping[str, Any]) -> str:
                 + (" causal" if c.get("causal") else ""))
     if {"seqlen", "headdim", "dstate"} <= set(c):  # Mamba2's chunk kernels
         return f"{dt} b{c.get('batch')} s{c['seqlen']} h{c.get('heads')} p{c['headdim']} n{c['dstate']}"
+    if set(c) == {"batch", "seqlen", "dtype"}:  # a whole layer (benchmarks.layers)
+        return f"{dt} b{c['batch']} s{c['seqlen']}" + (f" ({row['note']})" if row.get("note") else "")
     if {"M", "N", "K"} <= set(c):
         note = row.get("note", "")
         shape = f"{c['M']}x{c['N']}x{c['K']}"
