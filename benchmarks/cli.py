@@ -366,8 +366,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    load_run(args.run)  # a bad run stops here, before the folder is made
-    table, pngs = write_report(args.run, _writable_dir(args.out_dir, "--out-dir"), subject=args.system)
+    run = load_run(args.run)  # a bad run stops here, before the folder is made
+    out_dir = _writable_dir(args.out_dir, "--out-dir")
+    if run["header"].get("suite") in layers.SUITES:  # whole layers: their own tables, the paper's ratios
+        table, pngs = layers.write_report(args.run, out_dir)
+    else:
+        table, pngs = write_report(args.run, out_dir, subject=args.system)
     print(f"wrote {table}" + (f" and {len(pngs)} charts" if pngs else " (no timed rows: no charts)"))
     for p in pngs:
         print(f"  {p}")

@@ -8,6 +8,7 @@ Mamba2 only), ``pt-tvm`` (the module over :mod:`pt_tvm.ops`) and ``pt-tvm+compil
 kernels compiled ahead: :mod:`.warm`; the report with the paper's ratios: :mod:`.report`. Run it as any suite:
 ``python -m benchmarks run --suite layers`` (``layers-full`` for the whole grid, ``--dry-run`` on a CPU).
 """
+from .report import write_report
 from .suite import LAYER_TOL, PAPER_OVER_INDUCTOR, SUITES, SYSTEMS, dry_run_configs, run_configs
 
-__all__ = ["SUITES", "SYSTEMS", "LAYER_TOL", "PAPER_OVER_INDUCTOR", "run_configs", "dry_run_configs"]
+__all__ = ["SUITES", "SYSTEMS", "LAYER_TOL", "PAPER_OVER_INDUCTOR", "run_configs", "dry_run_configs", "write_report"]
