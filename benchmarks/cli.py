@@ -85,7 +85,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-ms", type=float, default=1000.0, metavar="MS",
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
     p.add_argument("--where", type=_where, default={}, metavar="KEY=VALUE,...",
-                   help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64)")
+                   help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64; "
+                        "kernel=NAME: that kernel's or layer's)")
     p.add_argument("--autotune-stages", type=_stages, default=None, metavar="N,N,...",
                    help="pipeline depths TileLang's autotuner tries beside the template's tiles (default 1,2,3)")
     p.add_argument("--tracker", metavar="HOST:PORT",
@@ -150,7 +151,8 @@ def _configs(args: argparse.Namespace) -> list:
     limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
     configs = subsample(configs, limit)
     where = getattr(args, "where", None) or {}
-    configs = [c for c in configs if all(str(c.problem.get(k)) == v for k, v in where.items())]
+    configs = [c for c in configs
+               if all(str(c.kernel if k == "kernel" else c.problem.get(k)) == v for k, v in where.items())]
     if getattr(args, "shard", None):  # a stripe that rotates every n configs, so suites laid out in blocks
         i, n = args.shard              # of n (e.g. one seqlen after another) spread evenly over the shards
         configs = [c for k, c in enumerate(configs) if (k + k // n) % n == i]

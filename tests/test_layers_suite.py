@@ -20,7 +20,7 @@ from benchmarks.layers import models, opsets
 from benchmarks.layers import report as layers_report
 from benchmarks.layers.models import EAGER, LlamaLayer, LlamaShape, Mamba2Block, Mamba2Shape
 from benchmarks.layers.suite import LAYER_TOL, layer_flops, run_configs
-from benchmarks.layers.warm import kernel_calls
+from benchmarks.layers.warm import Warmer, kernel_calls
 from benchmarks.suite import Config
 from pt_tvm import hw
 from pt_tvm.measure import rel_err
@@ -246,6 +246,17 @@ def test_layers_run_refuses_a_tracker(tmp_path, capsys):
 def test_kernel_calls_follow_the_shapes():
     calls = kernel_calls("mamba2-1.3b", {"batch": 2, "seqlen": 4096, "dtype": "float16"})
     assert str(calls[1]).startswith("chunk_state(2x4096x1x128 float16, 2x4096x64x64 float16, 2x64x16x256 float32")
+
+
+def test_warmer_replays_each_distinct_call_once_in_worker_processes():
+    """The pool's plumbing on a CPU: every call of each config is accounted for, a config sharing calls with an
+    earlier one waits for nothing new, and a call that fails (here: no CUDA) comes back as that call's error."""
+    calls = kernel_calls("llama3-8b", {"batch": 1, "seqlen": 512, "dtype": "float16"})
+    with Warmer([calls, calls[:2]], workers=2) as warmer:
+        first, second = warmer.wait(0, timeout_s=300), warmer.wait(1, timeout_s=300)
+    assert (first["warm_kernels"], first["warm_missing"], second["warm_kernels"]) == (5, 0, 2)
+    assert sorted(first["warm_errors"]) == sorted(map(str, calls))
+    assert all("CUDA" in e for e in first["warm_errors"].values()), first["warm_errors"]
 
 
 def test_llama_flops_are_the_module_s_matmuls_with_causal_attention_halved():

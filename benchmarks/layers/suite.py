@@ -22,6 +22,7 @@ import torch
 
 from pt_tvm.errors import PtTvmError
 from pt_tvm.measure import check_call, input_sets
+from pt_tvm.ops import kernels as pt_kernels
 
 from ..suite import Config, timing_fields, verdict
 from ..timing import time_two_ways
@@ -49,9 +50,10 @@ _FULL_RAGGED = tuple((b, s) for b in (1, 4) for s in (777, 2500))
 
 def _configs(suite: str, grid: Sequence[tuple[int, int]], ragged: Sequence[tuple[int, int]],
              max_autotune: Callable[[int, int], bool]) -> list[Config]:
+    points = sorted([(p, "") for p in grid] + [(p, "ragged") for p in ragged], key=lambda pn: (pn[0][0] * pn[0][1], pn))
     out = []
     for layer, systems in _SYSTEMS_BY_LAYER.items():
-        for (b, s), note in [(p, "") for p in grid] + [(p, "ragged") for p in ragged]:
+        for (b, s), note in points:  # fewest tokens first: a run cut off by a time limit keeps the most configs
             keep = tuple(x for x in systems if x != "torch-compile-max-autotune" or max_autotune(b, s))
             out.append(Config(suite, layer, {"batch": b, "seqlen": s, "dtype": "float16"}, keep, note))
     return out
@@ -105,11 +107,12 @@ def _build(system: str, layer: torch.nn.Module) -> tuple[Callable, dict]:
     if system == "mamba-ssm":
         return twin(layer, mamba_ssm()), {"ops": "mamba-ssm Triton: mamba_chunk_scan_combined, rmsnorm_fn; "
                                                  "PyTorch conv1d (no causal-conv1d extension)"}
+    plans = {"plans": "measured on the GPU (PT_TVM_TUNE)" if pt_kernels.current().config.tune
+             else "the cost model's pick per shape (or the plan cache's)"}
     if system == "pt-tvm":
-        return twin(layer, PT_TVM), {"ops": "pt_tvm.ops: linear, attention, ssd_chunk_scan (plan cache or the "
-                                            "cost model's pick per shape)"}
+        return twin(layer, PT_TVM), {"ops": "pt_tvm.ops: linear, attention, ssd_chunk_scan", **plans}
     if system == "pt-tvm+compile":
-        return _compiled(twin(layer, PT_TVM), None), {"mode": "default", "fullgraph": True}
+        return _compiled(twin(layer, PT_TVM), None), {"mode": "default", "fullgraph": True, **plans}
     raise ValueError(f"unknown layers system {system!r} (known: {', '.join(SYSTEMS)})")
 
 
@@ -163,16 +166,17 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
     with contextlib.ExitStack() as stack, torch.no_grad():
         warmer = stack.enter_context(Warmer(calls, workers)) if workers > 1 else None
         for i, cfg in enumerate(configs):
-            warm = warmer.wait(i) if warmer is not None and calls[i] else {}
-            rows += _run_config(cfg, vdev, warm, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms, rounds=rounds)
+            wait = (lambda i=i: warmer.wait(i)) if warmer is not None and calls[i] else dict
+            rows += _run_config(cfg, vdev, wait, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms, rounds=rounds)
             if on_config is not None:
                 on_config(rows)
     return rows
 
 
-def _run_config(cfg: Config, vdev: Any, warm: Mapping[str, Any], *, log: Any, warmup_ms: float, rep_ms: float,
+def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, warmup_ms: float, rep_ms: float,
                 rounds: int) -> list[dict]:
-    """Every system of one config on the same weights and inputs; its rows."""
+    """Every system of one config on the same weights and inputs; its rows. ``wait`` blocks until the config's
+    pt-tvm kernels are compiled ahead (called before the first pt-tvm system: the peers build meanwhile)."""
     torch._dynamo.reset()  # a fresh recompile budget: every config compiles the same forward again
     problem = dict(cfg.problem)
     dtype = getattr(torch, problem["dtype"])
@@ -191,13 +195,15 @@ def _run_config(cfg: Config, vdev: Any, warm: Mapping[str, Any], *, log: Any, wa
     ref = ref - x.float() if residual else ref
     flops = layer_flops(cfg.kernel, problem)
     built: dict[str, Callable] = {}
-    rows = []
+    rows: list[dict] = []
+    warm: dict | None = None
     for system in cfg.systems:
         row = {"suite": cfg.suite, "kernel": cfg.kernel, "config": problem, "system": system, "ms": None,
                "tflops": None, "rel_err": None, "valid": False, "flops": flops}
         if cfg.note:
             row["note"] = cfg.note
         if system.startswith("pt-tvm"):
+            warm = wait() if warm is None else warm
             row.update(warm)
         t0 = time.perf_counter()
         try:

@@ -109,6 +109,12 @@ def _compile(call: KernelCall) -> str:
         torch.cuda.empty_cache()
 
 
+def _outcome(future: concurrent.futures.Future) -> str:
+    """A finished job's error ('' when it compiled), also when its worker died (a broken pool)."""
+    e = future.exception()
+    return future.result() if e is None else f"{type(e).__name__}: {e}"
+
+
 class Warmer:
     """The pt-tvm kernels of ``calls`` (one list per config) compiled in ``workers`` processes, in config order;
     :meth:`wait` blocks until one config's are done. Use as a context manager (the pool shuts down at exit)."""
@@ -128,7 +134,9 @@ class Warmer:
         t0 = time.perf_counter()
         futures = [self._futures[c] for c in self._calls[i]]
         done, _ = concurrent.futures.wait(futures, timeout=timeout_s)
-        errors = {str(c): f.result() for c, f in zip(self._calls[i], futures) if f in done and f.result()}
+        errors = {str(c): _outcome(f) for c, f in zip(self._calls[i], futures) if f in done and _outcome(f)}
+        if all(f.done() for f in self._futures.values()):  # every kernel compiled: free the workers' GPU memory
+            self._pool.shutdown(wait=False)
         return {"warm_wait_s": round(time.perf_counter() - t0, 1), "warm_kernels": len(futures),
                 "warm_missing": len(futures) - len(done), **({"warm_errors": errors} if errors else {})}
 
