@@ -345,7 +345,7 @@ def test_every_system_of_a_small_config_runs_checked(layer):
     systems = ("eager", "torch-compile", "mamba-ssm", "pt-tvm", "pt-tvm+compile")
     cfg = Config("layers", layer, {"batch": 1, "seqlen": 512, "dtype": "float16"},
                  tuple(s for s in systems if s != "mamba-ssm" or layer == "mamba2-1.3b"))
-    rows = {r["system"]: r for r in run_configs([cfg], hw.from_device(), rep_ms=50.0, workers=1)}
+    rows = {r["system"]: r for r in run_configs([cfg], hw.from_device(), rep_ms=50.0)}
     for system in ("eager", "torch-compile"):
         assert rows[system]["valid"] is True and rows[system]["ms"] > 0, rows[system]
         assert rows[system]["rel_err"] < LAYER_TOL["float16"] and rows[system]["prefill"] == ["nan"]
