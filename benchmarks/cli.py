@@ -86,7 +86,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
     p.add_argument("--where", type=_where, default={}, metavar="KEY=VALUE,...",
                    help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64; "
-                        "kernel=NAME: that kernel's or layer's)")
+                        "batch=4|16: either; kernel=NAME: that kernel's or layer's)")
     p.add_argument("--autotune-stages", type=_stages, default=None, metavar="N,N,...",
                    help="pipeline depths TileLang's autotuner tries beside the template's tiles (default 1,2,3)")
     p.add_argument("--tracker", metavar="HOST:PORT",
@@ -126,7 +126,7 @@ def _stages(text: str) -> tuple[int, ...]:
 
 
 def _where(text: str) -> dict[str, str]:
-    """``KEY=VALUE,...`` -> {key: value} (values compared as text with the config's)."""
+    """``KEY=VALUE,...`` -> {key: value} (values compared as text with the config's; ``A|B`` takes either)."""
     try:
         return dict(item.split("=", 1) for item in text.split(",") if item)
     except ValueError:
@@ -152,7 +152,7 @@ def _configs(args: argparse.Namespace) -> list:
     configs = subsample(configs, limit)
     where = getattr(args, "where", None) or {}
     configs = [c for c in configs
-               if all(str(c.kernel if k == "kernel" else c.problem.get(k)) == v for k, v in where.items())]
+               if all(str(c.kernel if k == "kernel" else c.problem.get(k)) in v.split("|") for k, v in where.items())]
     if getattr(args, "shard", None):  # a stripe that rotates every n configs, so suites laid out in blocks
         i, n = args.shard              # of n (e.g. one seqlen after another) spread evenly over the shards
         configs = [c for k, c in enumerate(configs) if (k + k // n) % n == i]

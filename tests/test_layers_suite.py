@@ -218,6 +218,9 @@ def test_list_and_dry_run(tmp_path, capsys):
     assert bench_cli.main(["list", "--suite", "layers"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert listed[-1] == "14 configs, 67 rows" and any("llama3-8b" in ln and "fp16 b16 s4096" in ln for ln in listed)
+    assert bench_cli.main(["list", "--suite", "layers", "--where", "kernel=mamba2-1.3b,batch=4|16"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [ln.split()[3] for ln in listed[:-1]] == ["b4", "b16"] and all("mamba2-1.3b" in ln for ln in listed[:-1])
     out = str(tmp_path / "dry.json")
     assert bench_cli.main(["run", "--suite", "layers", "--dry-run", "--where", "seqlen=777", "--out", out]) == 0
     run = json.load(open(out))
