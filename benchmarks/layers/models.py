@@ -217,6 +217,11 @@ class LlamaLayer(nn.Module):
         self.down = nn.Parameter(torch.empty(s.hidden, s.intermediate, **kw))
         self.requires_grad_(False)
 
+    @property
+    def width(self) -> int:
+        """The model dimension: inputs and outputs are ``[batch, seqlen, width]``."""
+        return self.shape.hidden
+
     @torch.no_grad()
     def reset(self, seed: int, score_std: float = 2.0) -> "LlamaLayer":
         """Fresh random weights from ``seed`` (see the class docstring); returns the layer."""
@@ -267,6 +272,11 @@ class Mamba2Block(nn.Module):
         self.norm = nn.Parameter(torch.empty(s.d_inner, **kw))
         self.out_proj = nn.Parameter(torch.empty(s.d_model, s.d_inner, **kw))
         self.requires_grad_(False)
+
+    @property
+    def width(self) -> int:
+        """The model dimension: inputs and outputs are ``[batch, seqlen, width]``."""
+        return self.shape.d_model
 
     @torch.no_grad()
     def reset(self, seed: int) -> "Mamba2Block":

@@ -148,10 +148,6 @@ def _exact_float32() -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _width(layer: torch.nn.Module) -> int:
-    return layer.shape.hidden if isinstance(layer.shape, LlamaShape) else layer.shape.d_model
-
-
 # ---------------------------------------------------------------- the run
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
                 rounds: int = 5, workers: int = 0, log: Any = sys.stdout,
@@ -181,7 +177,7 @@ def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, w
     problem = dict(cfg.problem)
     dtype = getattr(torch, problem["dtype"])
     layer = LAYERS[cfg.kernel](device="cuda", dtype=dtype).reset(seed=0)
-    shape = (problem["batch"], problem["seqlen"], _width(layer))
+    shape = (problem["batch"], problem["seqlen"], layer.width)
 
     def make(seed: int) -> tuple:
         g = torch.Generator(device="cuda").manual_seed(1000 + seed)

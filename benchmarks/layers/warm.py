@@ -85,8 +85,7 @@ def kernel_calls(layer: str, problem: Mapping[str, Any]) -> list[KernelCall]:
     ops on ``problem`` (``batch``, ``seqlen``, ``dtype``), in the order the layer makes them; no GPU needed."""
     dtype = getattr(torch, problem["dtype"])
     module = twin(LAYERS[layer](device="meta", dtype=dtype), PT_TVM)
-    width = module.in_proj.shape[1] if hasattr(module, "in_proj") else module.qkv.shape[1]
-    x = torch.empty(problem["batch"], problem["seqlen"], width, device="meta", dtype=dtype)
+    x = torch.empty(problem["batch"], problem["seqlen"], module.width, device="meta", dtype=dtype)
     with torch.no_grad(), _Recorder() as recorder:
         module(x)
     return list(dict.fromkeys(recorder.calls))
