@@ -240,6 +240,22 @@ def test_list_and_dry_run(tmp_path, capsys):
     assert "**dry run**" in open(tmp_path / "rep" / "table.md").read()
 
 
+def test_refusals_are_skips_and_other_failures_are_not():
+    from benchmarks.layers.suite import _refusal
+    from pt_tvm.templates import TemplateError
+
+    refused = TemplateError("gemm: parameter 'block_N'=128 must divide N=8512")
+    try:  # as torch.compile hands it back: wrapped, the original as its cause
+        raise RuntimeError("compiled graph failed") from refused
+    except RuntimeError as e:
+        wrapped = e
+    assert _refusal("pt-tvm+compile", wrapped) == ("pt-tvm refuses: TemplateError: gemm: parameter 'block_N'=128 "
+                                                  "must divide N=8512")
+    assert _refusal("mamba-ssm", ModuleNotFoundError("No module named 'mamba_ssm'")).startswith("not installed")
+    assert _refusal("eager", ModuleNotFoundError("No module named 'x'")) is None
+    assert _refusal("pt-tvm", RuntimeError("CUDA error: an illegal memory access")) is None
+
+
 def test_layers_run_refuses_a_tracker(tmp_path, capsys):
     code = bench_cli.main(["run", "--suite", "layers", "--tracker", "h:1", "--target", "h100",
                            "--out", str(tmp_path / "x.json")])

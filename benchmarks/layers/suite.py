@@ -126,7 +126,7 @@ def _refusal(system: str, e: BaseException) -> str | None:
     while cause is not None:
         if isinstance(cause, PtTvmError):
             return f"pt-tvm refuses: {type(cause).__name__}: {' '.join(str(cause).split())[:400]}"
-        cause = cause.__cause__
+        cause = cause.__cause__ or cause.__context__
     if system == "mamba-ssm" and isinstance(e, ImportError):
         return f"not installed: {_error(e)} (benchmarks/fetch_mamba_ssm.sh, then PYTHONPATH=.peers/mamba)"
     return None
