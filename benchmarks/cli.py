@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 from pt_tvm.errors import PtTvmError
 
-from . import roofline
+from . import layers, roofline
 from .calibration import cmd_calibrate
 from .readme import RESULTS, ROOT
 from .runfile import RunFileError, load_run
@@ -85,7 +85,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rep-ms", type=float, default=1000.0, metavar="MS",
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
     p.add_argument("--where", type=_where, default={}, metavar="KEY=VALUE,...",
-                   help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64)")
+                   help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64; "
+                        "batch=4|16: either; kernel=NAME: that kernel's or layer's)")
     p.add_argument("--autotune-stages", type=_stages, default=None, metavar="N,N,...",
                    help="pipeline depths TileLang's autotuner tries beside the template's tiles (default 1,2,3)")
     p.add_argument("--tracker", metavar="HOST:PORT",
@@ -125,7 +126,7 @@ def _stages(text: str) -> tuple[int, ...]:
 
 
 def _where(text: str) -> dict[str, str]:
-    """``KEY=VALUE,...`` -> {key: value} (values compared as text with the config's)."""
+    """``KEY=VALUE,...`` -> {key: value} (values compared as text with the config's; ``A|B`` takes either)."""
     try:
         return dict(item.split("=", 1) for item in text.split(",") if item)
     except ValueError:
@@ -150,7 +151,8 @@ def _configs(args: argparse.Namespace) -> list:
     limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
     configs = subsample(configs, limit)
     where = getattr(args, "where", None) or {}
-    configs = [c for c in configs if all(str(c.problem.get(k)) == v for k, v in where.items())]
+    configs = [c for c in configs
+               if all(str(c.kernel if k == "kernel" else c.problem.get(k)) in v.split("|") for k, v in where.items())]
     if getattr(args, "shard", None):  # a stripe that rotates every n configs, so suites laid out in blocks
         i, n = args.shard              # of n (e.g. one seqlen after another) spread evenly over the shards
         configs = [c for k, c in enumerate(configs) if (k + k // n) % n == i]
@@ -255,6 +257,9 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         raise UsageError(f"suite {args.suite!r} has no configs left after filtering")
     if args.tune_top_k is not None and args.tune_top_k < 1:
         raise UsageError("--tune-top-k must be >= 1")
+    layered = args.suite in layers.SUITES  # whole layers: their own build, check and timing (benchmarks.layers)
+    if layered and getattr(args, "tracker", None):
+        raise UsageError(f"suite {args.suite!r} runs on the local GPU only (no --tracker)")
     vdev, device = _vdev(args)
     name = f"{args.suite}{'-dry' if args.dry_run else ''}-{vdev.name}-{_stamp()}.json"
     out = _writable(args.out or os.path.join(OUT_DIR, name), "--out")
@@ -273,7 +278,7 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         from .dryrun import dry_run_configs
 
         head["sms"] = vdev.num_eus
-        rows = dry_run_configs(configs, vdev, system_options=options)
+        rows = layers.dry_run_configs(configs) if layered else dry_run_configs(configs, vdev, system_options=options)
     elif getattr(args, "tracker", None):
         from .remote import run_remote
 
@@ -292,15 +297,20 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         def save_partial(rows_so_far: list) -> None:  # a run cut off (e.g. by a time limit) keeps its rows
             write_run(out, {**head, "partial": True, "wall_s": round(time.perf_counter() - t0, 1)}, rows_so_far)
 
-        with tempfile.TemporaryDirectory(prefix="pt-tvm-autotune-") as cache:  # TileLang's autotuner: run-local
-            rows = run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
-                               system_options={**options, "autotune_cache": cache}, on_config=save_partial)
+        if layered:
+            head["tolerance"] = layers.LAYER_TOL
+            rows = layers.run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
+                                      on_config=save_partial)
+        else:
+            with tempfile.TemporaryDirectory(prefix="pt-tvm-autotune-") as cache:  # TileLang's autotuner: run-local
+                rows = run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
+                                   system_options={**options, "autotune_cache": cache}, on_config=save_partial)
     head["wall_s"] = round(time.perf_counter() - t0, 1)
     write_run(out, head, rows)
     if args.dry_run:
         states = [r.get("valid") for r in rows]
         print(f"dry run: {states.count(True)} rows built on the CPU, {states.count(False)} failed, "
-              f"{states.count(None)} peers skipped (GPU only)")
+              f"{states.count(None)} rows skipped (built on a GPU only)")
     else:
         for line in summary_lines(rows):
             print(line)
@@ -358,8 +368,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    load_run(args.run)  # a bad run stops here, before the folder is made
-    table, pngs = write_report(args.run, _writable_dir(args.out_dir, "--out-dir"), subject=args.system)
+    run = load_run(args.run)  # a bad run stops here, before the folder is made
+    out_dir = _writable_dir(args.out_dir, "--out-dir")
+    if run["header"].get("suite") in layers.SUITES:  # whole layers: their own tables, the paper's ratios
+        table, pngs = layers.write_report(args.run, out_dir)
+    else:
+        table, pngs = write_report(args.run, out_dir, subject=args.system)
     print(f"wrote {table}" + (f" and {len(pngs)} charts" if pngs else " (no timed rows: no charts)"))
     for p in pngs:
         print(f"  {p}")

@@ -6,13 +6,14 @@ dims 64/128/256; sequence lengths 512..16k at 16k tokens per batch and hidden
 ``attention-core`` is a ~26-point slice of it for routine runs. ``gemm`` is
 square 2k..16k and the LLaMA-3 8B/70B projection shapes at 8192 tokens, plus
 GEMM + row sum; ``gemm-core`` is its routine slice. ``all`` is the two full
-grids; ``smoke`` is three headline points.
+grids; ``smoke`` is three headline points. ``layers`` and ``layers-full`` are whole
+LLaMA-3-8B and Mamba2-1.3B layers (:mod:`benchmarks.layers`).
 """
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from . import decode
+from . import decode, layers
 from .suite import Config
 from .systems import PEERS_BY_SUITE, SYSTEMS
 
@@ -119,6 +120,7 @@ SUITES: dict[str, Callable[[], list[Config]]] = {
     "gemm-core": _gemm_core,
     "mamba": _mamba,
     "decode": decode.configs,
+    **layers.SUITES,
 }
 _ALL = ("attention", "gemm")  # the full grids; the core suites are slices of them
 
@@ -188,8 +190,9 @@ def filter_systems(configs: Sequence[Config], systems: Sequence[str] | None) -> 
     """Keep only ``systems`` (in each config's own order); unknown names raise SystemExit."""
     if not systems:
         return list(configs)
-    unknown = sorted(set(systems) - set(SYSTEMS))
+    unknown = sorted(set(systems) - set(SYSTEMS) - set(layers.SYSTEMS))
     if unknown:
-        raise SystemExit(f"unknown system(s) {', '.join(unknown)} (known: {', '.join(SYSTEMS)})")
+        known = ", ".join(dict.fromkeys([*SYSTEMS, *layers.SYSTEMS]))
+        raise SystemExit(f"unknown system(s) {', '.join(unknown)} (known: {known})")
     keep = set(systems)
     return [Config(c.suite, c.kernel, c.problem, tuple(s for s in c.systems if s in keep), c.note) for c in configs]

@@ -97,6 +97,8 @@ def config_label(row: Mapping[str, Any]) -> str:
                 + (" causal" if c.get("causal") else ""))
     if {"seqlen", "headdim", "dstate"} <= set(c):  # Mamba2's chunk kernels
         return f"{dt} b{c.get('batch')} s{c['seqlen']} h{c.get('heads')} p{c['headdim']} n{c['dstate']}"
+    if set(c) == {"batch", "seqlen", "dtype"}:  # a whole layer (benchmarks.layers)
+        return f"{dt} b{c['batch']} s{c['seqlen']}" + (f" ({row['note']})" if row.get("note") else "")
     if {"M", "N", "K"} <= set(c):
         note = row.get("note", "")
         shape = f"{c['M']}x{c['N']}x{c['K']}"
@@ -338,9 +340,17 @@ def _panel(row: Mapping[str, Any]) -> tuple[tuple, str, Any, str]:
     return (kernel, c.get("dtype")), f"{kernel}, {dt}", label, tick
 
 
+def _xlabel(row: Mapping[str, Any]) -> str:
+    """What a chart's x axis shows for the panel of ``row``."""
+    if row["kernel"] == "flash_attention":
+        return "Sequence length"
+    return "M x N x K" if {"M", "N", "K"} <= set(row["config"]) else "Configuration"
+
+
 _PALETTE = {"pt-tvm": "#d62728", "pt-tvm-model": "#ff9896", "tilelang-auto": "#9467bd", "tilelang-autotune": "#c5b0d5",
             "tilelang-ws": "#6b4c9a", "cudnn-sdpa": "#1f77b4", "fa2-sdpa": "#aec7e8", "fa3": "#2ca02c",
-            "torch-compile": "#7f7f7f", "cublas": "#1f77b4", "mamba-triton": "#ff7f0e"}
+            "torch-compile": "#7f7f7f", "cublas": "#1f77b4", "mamba-triton": "#ff7f0e", "eager": "#bcbd22",
+            "torch-compile-max-autotune": "#4d4d4d", "mamba-ssm": "#ff7f0e", "pt-tvm+compile": "#8b0000"}
 _OTHER = ("#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e")
 
 
@@ -374,7 +384,7 @@ def plot(rows: Sequence[Mapping[str, Any]], out_dir: str, subject: str = SUBJECT
     panels: dict[tuple, dict] = {}
     for r in rows:
         key, title, x, tick = _panel(r)
-        p = panels.setdefault(key, {"title": title, "x": {}, "systems": []})
+        p = panels.setdefault(key, {"title": title, "x": {}, "systems": [], "xlabel": _xlabel(r)})
         p["x"].setdefault(x, tick)
         if r["system"] not in p["systems"]:
             p["systems"].append(r["system"])
@@ -402,7 +412,7 @@ def plot(rows: Sequence[Mapping[str, Any]], out_dir: str, subject: str = SUBJECT
         ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
         ax.set_xticks(range(len(xs)))
         ax.set_xticklabels([p["x"][x] for x in xs], fontsize=8)
-        ax.set_xlabel("Sequence length" if key[0] == "flash_attention" else "M x N x K")
+        ax.set_xlabel(p["xlabel"])
         ax.set_ylabel("Speed (TFLOP/s)")
         ax.set_title(p["title"])
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)

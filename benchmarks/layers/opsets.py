@@ -1,0 +1,50 @@
+"""The op sets of the layers' other systems: pt-tvm's PyTorch ops, and mamba-ssm's Triton kernels.
+
+Each set calls its library as that library's user would, adapting only what the library's contract asks
+(pt-tvm's kernels take contiguous tensors: the layers' slices of fused projections are copied for them).
+What a library does not offer stays plain PyTorch (:mod:`benchmarks.layers.models`): pt-tvm has no norm
+kernel, mamba-ssm no attention; the conv1d is PyTorch's in every set (mamba-ssm's fused conv path needs the
+causal-conv1d CUDA extension, which ``benchmarks/fetch_mamba_ssm.sh`` does not build).
+"""
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor
+
+import pt_tvm.ops as pt_ops
+
+from .models import Ops, gated_rms_norm, sdpa_attention
+
+__all__ = ["PT_TVM", "mamba_ssm"]
+
+
+def _linear(x: Tensor, weight: Tensor) -> Tensor:
+    return pt_ops.linear(x.contiguous(), weight)
+
+
+def _attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    return pt_ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+
+
+def _ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: Tensor, dt_bias: Tensor) -> Tensor:
+    return pt_ops.ssd_chunk_scan(x.contiguous(), dt, A, B.contiguous(), C.contiguous(), chunk, D=D, dt_bias=dt_bias,
+                                 dt_softplus=True)
+
+
+PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm)
+
+
+def mamba_ssm() -> Ops:
+    """mamba-ssm's ``mamba_chunk_scan_combined`` and its gated RMSNorm (Triton), as its
+    ``Mamba2`` module's non-fused path calls them; raises ImportError where mamba_ssm is not importable
+    (``benchmarks/fetch_mamba_ssm.sh`` lays it out in ``.peers/mamba`` for PYTHONPATH)."""
+    from mamba_ssm.ops.triton.layernorm_gated import rmsnorm_fn
+    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+
+    def ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: Tensor, dt_bias: Tensor) -> Tensor:
+        return mamba_chunk_scan_combined(x, dt, A, B, C, chunk, D=D, dt_bias=dt_bias, dt_softplus=True)
+
+    def norm(y: Tensor, z: Tensor, weight: Tensor, eps: float, group_size: int) -> Tensor:
+        return rmsnorm_fn(y, weight, None, z=z, eps=eps, group_size=group_size, norm_before_gate=False)
+
+    return Ops("mamba-ssm", F.linear, sdpa_attention, ssd, norm)
