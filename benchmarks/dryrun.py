@@ -75,9 +75,10 @@ def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: A
                                 for c in diverse_top(result, top_k)], **lowered}
 
 
-def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = sys.stdout,
+def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = None,
                     system_options: Mapping[str, Any] | None = None) -> list[dict]:
     """One row per (config, system), as :func:`benchmarks.suite.run_configs` writes them, without a GPU."""
+    log = sys.stdout if log is None else log  # the stream of the call, not of import time
     from pt_tvm import templates
 
     from pt_tvm.tune import DEFAULT_TOP_K

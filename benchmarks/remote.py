@@ -60,13 +60,14 @@ _PROVENANCE = ("device", "driver", "cuda", "torch", "tilelang", "pt_tvm", "pytho
 
 
 def run_remote(configs: Sequence[Config], vdev: Any, *, tracker: str, key: str, options: Mapping[str, Any],
-               timeout_s: float = 1800.0, log: Any = sys.stdout) -> tuple[list[dict], dict]:
+               timeout_s: float = 1800.0, log: Any = None) -> tuple[list[dict], dict]:
     """(rows in config order, header fields): each config measured whole on one of the tracker's ``key`` workers.
 
     ``options`` go to :func:`run_config` (``rep_ms``, ``workers``, ``system_options``, ``command``).
     The header fields are the workers' shared provenance (``device``, versions, commit; a field
     on which they differ lists every value) and ``parts``: which worker measured which config.
     """
+    log = sys.stdout if log is None else log  # the stream of the call, not of import time
     tasks = [_task(c, vdev.to_dict(), options) for c in configs]
 
     def progress(o) -> None:

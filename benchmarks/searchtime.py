@@ -44,10 +44,11 @@ def default_configs() -> list[Config]:
 
 
 def measure_search_times(configs: Sequence[Config], target: Any, *, repeat: int = 1,
-                         log: Any = sys.stdout) -> list[dict]:
+                         log: Any = None) -> list[dict]:
     """One row per config: wall seconds of ``schedule_template`` (min over ``repeat``), its search share,
     tiles and plans considered. The first config of each template is searched once untimed first
     (imports, TVM's first-call costs)."""
+    log = sys.stdout if log is None else log  # the stream of the call, not of import time
     from pt_tvm import hw, templates
     from pt_tvm.compiler import schedule_template
 

@@ -76,7 +76,7 @@ _IDENTITY = ("suite", "kernel", "config", "system", "note")  # what a row measur
 
 
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
-                log: Any = sys.stdout, workers: int = 0, rounds: int = 5,
+                log: Any = None, workers: int = 0, rounds: int = 5,
                 system_options: Mapping[str, Any] | None = None,
                 on_config: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Measure every (config, system) pair on the local GPU; one row each, failures included.
@@ -87,6 +87,7 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
     autotuner); ``on_config`` gets the rows so far after each config (to save partial results of a
     run that may be cut off).
     """
+    log = sys.stdout if log is None else log  # the stream of the call, not of import time
     import torch
 
     from .precompile import Precompiler

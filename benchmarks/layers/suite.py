@@ -151,10 +151,11 @@ def _exact_float32() -> Iterator[None]:
 
 # ---------------------------------------------------------------- the run
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
-                rounds: int = 5, workers: int = 0, log: Any = sys.stdout,
+                rounds: int = 5, workers: int = 0, log: Any = None,
                 on_config: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Build, check and time every (config, system) on the local GPU; one row each, skips and failures included.
     pt-tvm's kernels compile ahead in ``workers`` processes (default: the cores but one; 1: in this process)."""
+    log = sys.stdout if log is None else log  # the stream of the call, not of import time
     configs = list(configs)
     workers = workers or max(1, (os.cpu_count() or 1) - 1)
     calls = [kernel_calls(c.kernel, c.problem) if any(s.startswith("pt-tvm") for s in c.systems) else []
@@ -234,9 +235,10 @@ def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, w
     return rows
 
 
-def dry_run_configs(configs: Iterable[Config], *, log: Any = sys.stdout) -> list[dict]:
+def dry_run_configs(configs: Iterable[Config], *, log: Any = None) -> list[dict]:
     """No GPU: each config's rows as a run writes them, nothing built or timed (``valid: null``); the pt-tvm rows
     list the kernel calls their layer makes (``kernels``, found on meta tensors), or fail with the error."""
+    log = sys.stdout if log is None else log  # the stream of the call, not of import time
     rows = []
     for cfg in configs:
         for system in cfg.systems:
