@@ -1,208 +1,432 @@
-"""FlashAttention forward template (BSHD layout, online softmax, optional causal mask and GQA).
+"""FlashAttention forward templates: ``flash_attention`` over ``[batch, seqlen, heads, dim]`` tensors and
+``flash_attention_varlen`` over packed ``[total, heads, dim]`` ones with ``cu_seqlens`` (as
+``flash_attn_func`` and ``flash_attn_varlen_func`` take them).
 
 One block computes ``block_M`` query rows of one head: ``Q`` is staged in
 shared memory once, then a plain ``T.Pipelined`` loop over key blocks copies
 ``K``, computes the scores, updates the running max/sum with ``exp2`` (the
 softmax scale is folded with ``log2(e)``), rescales the output accumulator,
-copies ``V`` and accumulates ``P @ V``.
+copies ``V`` and accumulates ``P @ V``. Both templates run this one tile
+program (:func:`_tile_program`); they differ in where a sequence's rows lie.
+
+Any lengths: queries and keys may differ in length (attention over a KV cache)
+and need not be tile multiples. TileLang's copies zero-fill the rows of a tile
+past a tensor's end and clip its stores there; keys past a sequence's end are
+masked to ``-inf`` in the scores, by the causal mask or by the length mask
+that non-causal kernels apply. With ``causal``, query ``i`` sees keys
+``j <= i + seqlen_k - seqlen_q`` (aligned bottom-right, as FlashAttention 2.1+
+defines it: the last query sees every key); a query that sees no key outputs 0.
+Query head ``h`` reads key/value head ``h // (heads // kv_heads)`` (GQA, MQA).
 """
 # No ``from __future__ import annotations``: T.prim_func evaluates the
 # parameter annotations against the builder's locals (shapes, dtype).
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import tilelang.language as T
 import torch
 
 from .base import Template, TemplateError
-from .online_softmax import rescale_and_exponentiate, update_max
+from .online_softmax import (
+    ACCUM,
+    LOG2E,
+    guard_empty_rows,
+    normalize,
+    normalize_or_zero,
+    rescale_and_exponentiate,
+    update_max,
+)
 
-__all__ = ["FLASH_ATTENTION"]
+__all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_VARLEN", "lengths"]
 
 _DTYPES = ("float16", "bfloat16")
 _DIMS = (64, 128, 256)
-_ACCUM = "float32"
-_LOG2E = 1.44269504
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Where a block works: query block ``qb`` of head ``h`` of sequence ``b``, whose queries and keys start at
+    rows ``q0``/``k0`` of their tensors' sequence dim and number ``sq``/``sk`` (ints for ``[batch, seqlen, ...]``
+    tensors, expressions of ``cu_seqlens`` for packed ones). The tile program writes these expressions inline:
+    a PrimExpr macro argument would become a let, which plan rewriting does not keep."""
+
+    b: Any
+    h: Any
+    qb: Any
+    q0: Any
+    k0: Any
+    sq: Any
+    sk: Any
+
+
+def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool, scale: float, groups: int,
+                  block_M: int, block_N: int, num_stages: int, kv_blocks):
+    """The FlashAttention tile program, a macro both kernels inline. ``packed``: tensors are ``[total, heads,
+    dim]`` and a tile's rows past its sequence belong to the next one, so the output is stored row by row up to
+    the sequence's end; ``guard``: some rows may see no key (their running max stays ``-inf``; they output 0);
+    ``kv_blocks(rows)``: the key blocks the query block reads."""
+
+    def seq(buf, rows: _Rows, start, n: int, head):
+        """Rows ``start .. start + n`` of ``buf``'s sequence dim at ``head``."""
+        if packed:
+            return buf[start:start + n, head, :]
+        return buf[rows.b, start:start + n, head, :]
+
+    def mask(rows: _Rows, i, j, k):
+        """Score ``(i, j)`` of key block ``k``: ``-inf`` for a key after the query (causal, aligned bottom-right),
+        else for a key past the sequence's keys; 0 otherwise."""
+        if not causal:
+            return T.if_then_else(k * block_N + j >= rows.sk, -T.infinity(ACCUM), 0)
+        query = rows.qb * block_M + i
+        if not (isinstance(rows.sk, int) and rows.sk == rows.sq):
+            query = query + rows.sk - rows.sq  # keys before the first query
+        return T.if_then_else(query >= k * block_N + j, 0, -T.infinity(ACCUM))
+
+    @T.macro
+    def program(Q, K, V, O, rows):
+        Q_shared = T.alloc_shared((block_M, dim), dtype)
+        K_shared = T.alloc_shared((block_N, dim), dtype)
+        V_shared = T.alloc_shared((block_N, dim), dtype)
+        acc_s = T.alloc_fragment((block_M, block_N), ACCUM)
+        acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
+        acc_o = T.alloc_fragment((block_M, dim), ACCUM)
+        scores_max = T.alloc_fragment((block_M,), ACCUM)
+        scores_max_prev = T.alloc_fragment((block_M,), ACCUM)
+        scores_scale = T.alloc_fragment((block_M,), ACCUM)
+        scores_sum = T.alloc_fragment((block_M,), ACCUM)
+        logsum = T.alloc_fragment((block_M,), ACCUM)
+        if guard:
+            row_max = T.alloc_fragment((block_M,), ACCUM)
+
+        T.copy(seq(Q, rows, rows.q0 + rows.qb * block_M, block_M, rows.h), Q_shared)
+        T.fill(acc_o, 0)
+        T.fill(logsum, 0)
+        T.fill(scores_max, -T.infinity(ACCUM))
+        for k in T.Pipelined(kv_blocks(rows), num_stages=num_stages):
+            T.copy(seq(K, rows, rows.k0 + k * block_N, block_N, rows.h // groups), K_shared)
+            for i, j in T.Parallel(block_M, block_N):
+                acc_s[i, j] = mask(rows, i, j, k)
+            T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            update_max(acc_s, scores_max, scores_max_prev)
+            if guard:  # exponentiate against a max of 0 where a row has seen no key yet
+                guard_empty_rows(scores_max, row_max)
+                rescale_and_exponentiate(acc_s, acc_s_cast, acc_o, row_max, scores_max_prev, scores_scale,
+                                         scores_sum, logsum, scale)
+            else:
+                rescale_and_exponentiate(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale,
+                                         scores_sum, logsum, scale)
+            T.copy(seq(V, rows, rows.k0 + k * block_N, block_N, rows.h // groups), V_shared)
+            T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+        if guard:
+            normalize_or_zero(acc_o, logsum)
+        else:
+            normalize(acc_o, logsum)
+        # the output tile is staged through Q_shared: Q is dead after the loop, and the
+        # shared memory this saves is what lets head dim 256 keep two K/V stages
+        T.copy(acc_o, Q_shared)
+        if packed:
+            for i, d in T.Parallel(block_M, dim):
+                if rows.qb * block_M + i < rows.sq:
+                    O[rows.q0 + rows.qb * block_M + i, rows.h, d] = Q_shared[i, d]
+        else:
+            T.copy(Q_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
+
+    return program
+
+
+def _scale(softmax_scale: float, dim: int) -> float:
+    """``softmax_scale`` (0: ``1/sqrt(dim)``) times ``log2(e)``, for ``exp2``."""
+    return LOG2E * softmax_scale if softmax_scale else LOG2E / math.sqrt(dim)
+
+
+def _query_block(bx, n_query_blocks, causal: bool):
+    """The query block of launch index ``bx``. A causal mask launches the last, heaviest query blocks first
+    (longest processing time first): the light ones then fill the last wave instead of the heavy ones trailing
+    it. An expression, not a let: extraction bounds what depends on it."""
+    return n_query_blocks - 1 - bx if causal else bx
+
+
+def lengths(problem: Mapping[str, Any]) -> tuple[int, int]:
+    """``(seqlen_q, seqlen_k)`` of a ``flash_attention`` problem: ``seq_len_q``/``seq_len_k``, each ``seq_len``
+    where 0."""
+    return problem.get("seq_len_q") or problem["seq_len"], problem.get("seq_len_k") or problem["seq_len"]
 
 
 def build_flash_attention(
-    batch: int, heads: int, kv_heads: int, seq_len: int, dim: int, causal: bool, dtype: str,
-    block_M: int, block_N: int, threads: int, num_stages: int,
+    batch: int, heads: int, kv_heads: int, seq_len: int, seq_len_q: int, seq_len_k: int, dim: int, causal: bool,
+    softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int,
 ):
-    """``O = softmax(Q K^T / sqrt(dim)) V`` per head; query head ``h`` reads key/value head
-    ``h // (heads // kv_heads)``."""
-    scale = _LOG2E / math.sqrt(dim)
-    groups = heads // kv_heads
-    q_shape = (batch, seq_len, heads, dim)
-    kv_shape = (batch, seq_len, kv_heads, dim)
-    n_blocks = T.ceildiv(seq_len, block_N)
+    """``O = softmax(Q K^T * scale) V`` per head over ``[batch, seqlen, heads, dim]`` tensors."""
+    sq, sk = lengths({"seq_len": seq_len, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k})
+    q_shape = (batch, sq, heads, dim)
+    kv_shape = (batch, sk, kv_heads, dim)
+    n_blocks = T.ceildiv(sk, block_N)
 
-    def q_block(bx):
-        """The query block of launch index ``bx``. A causal mask launches the last, heaviest query blocks
-        first (longest processing time first): the light ones then fill the last wave instead of the
-        heavy ones trailing it. An expression, not a let: extraction bounds what depends on it."""
-        return T.ceildiv(seq_len, block_M) - 1 - bx if causal else bx
+    def kv_blocks(rows: _Rows):
+        """Key blocks query block ``rows.qb`` attends to (none for a block whose queries see no key)."""
+        if not causal:
+            return n_blocks
+        seen = T.ceildiv((rows.qb + 1) * block_M + sk - sq, block_N) if sk != sq else \
+            T.ceildiv((rows.qb + 1) * block_M, block_N)
+        return T.min(n_blocks, seen) if sk >= sq else T.max(0, T.min(n_blocks, seen))
 
-    def kv_blocks(bx):
-        """Key blocks query block ``q_block(bx)`` attends to."""
-        return T.min(n_blocks, T.ceildiv((q_block(bx) + 1) * block_M, block_N)) if causal else n_blocks
+    program = _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
+                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks)
 
     @T.prim_func
     def flash_attention(
         Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
         O: T.Tensor(q_shape, dtype),
     ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared((block_M, dim), dtype)
-            K_shared = T.alloc_shared((block_N, dim), dtype)
-            V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((block_M, block_N), _ACCUM)
-            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-            acc_o = T.alloc_fragment((block_M, dim), _ACCUM)
-            scores_max = T.alloc_fragment((block_M,), _ACCUM)
-            scores_max_prev = T.alloc_fragment((block_M,), _ACCUM)
-            scores_scale = T.alloc_fragment((block_M,), _ACCUM)
-            scores_sum = T.alloc_fragment((block_M,), _ACCUM)
-            logsum = T.alloc_fragment((block_M,), _ACCUM)
-
-            T.copy(Q[bz, q_block(bx) * block_M:(q_block(bx) + 1) * block_M, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(_ACCUM))
-            for k in T.Pipelined(kv_blocks(bx), num_stages=num_stages):
-                T.copy(K[bz, k * block_N:(k + 1) * block_N, by // groups, :], K_shared)
-                if causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(
-                            q_block(bx) * block_M + i >= k * block_N + j, 0, -T.infinity(_ACCUM)
-                        )
-                else:  # same statement count as the causal body; keys past seq_len stay masked
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j >= seq_len, -T.infinity(_ACCUM), 0)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                update_max(acc_s, scores_max, scores_max_prev)
-                rescale_and_exponentiate(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale,
-                                         scores_sum, logsum, scale)
-                T.copy(V[bz, k * block_N:(k + 1) * block_N, by // groups, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= logsum[i]
-            # the output tile is staged through Q_shared: Q is dead after the loop, and the
-            # shared memory this saves is what lets head dim 256 keep two K/V stages
-            T.copy(acc_o, Q_shared)
-            T.copy(Q_shared, O[bz, q_block(bx) * block_M:(q_block(bx) + 1) * block_M, by, :])
+        with T.Kernel(T.ceildiv(sq, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            program(Q, K, V, O, _Rows(bz, by, _query_block(bx, T.ceildiv(sq, block_M), causal), 0, 0, sq, sk))
 
     return flash_attention
 
 
-def _fail(param: str, message: str) -> TemplateError:
+def build_flash_attention_varlen(
+    batch: int, heads: int, kv_heads: int, max_seqlen_q: int, max_seqlen_k: int, dim: int, causal: bool,
+    softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int,
+):
+    """``O = softmax(Q K^T * scale) V`` per sequence and head over packed ``[total, heads, dim]`` tensors: sequence
+    ``b`` holds query rows ``cu_seqlens_q[b] .. cu_seqlens_q[b + 1]`` and key rows ``cu_seqlens_k[b] ..
+    cu_seqlens_k[b + 1]``. ``total_q``/``total_k`` are symbolic: one kernel serves every batch whose sequences
+    are at most ``max_seqlen_q``/``max_seqlen_k`` long. The grid covers ``max_seqlen_q``; a block past its
+    sequence's queries reads no key block."""
+    total_q, total_k = T.dynamic("total_q"), T.dynamic("total_k")
+    q_shape = (total_q, heads, dim)
+    kv_shape = (total_k, kv_heads, dim)
+    capacity = T.ceildiv(max_seqlen_k, block_N)  # bounds the trip count for extraction
+    n_query_blocks = T.ceildiv(max_seqlen_q, block_M)
+
+    def kv_blocks(rows: _Rows):
+        """Key blocks the query block attends to, none past its sequence's queries; at most ``capacity``."""
+        seen = T.ceildiv(rows.sk, block_N)
+        if causal:
+            seen = T.max(0, T.min(seen, T.ceildiv((rows.qb + 1) * block_M + rows.sk - rows.sq, block_N)))
+        return T.min(capacity, T.if_then_else(rows.qb * block_M < rows.sq, seen, 0))
+
+    program = _tile_program(dim, dtype, causal, True, True, _scale(softmax_scale, dim), heads // kv_heads,
+                            block_M, block_N, num_stages, kv_blocks)
+
+    def rows_of(cu_q, cu_k, bx, by, bz) -> _Rows:
+        return _Rows(bz, by, _query_block(bx, n_query_blocks, causal), cu_q[bz], cu_k[bz],
+                     cu_q[bz + 1] - cu_q[bz], cu_k[bz + 1] - cu_k[bz])
+
+    @T.prim_func
+    def flash_attention_varlen(
+        Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+        cu_seqlens_q: T.Tensor((batch + 1,), "int32"), cu_seqlens_k: T.Tensor((batch + 1,), "int32"),
+        O: T.Tensor(q_shape, dtype),
+    ):
+        with T.Kernel(n_query_blocks, heads, batch, threads=threads) as (bx, by, bz):
+            program(Q, K, V, O, rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz))
+
+    return flash_attention_varlen
+
+
+# ---------------------------------------------------------------- parameters
+def _fail(template: str, param: str, message: str) -> TemplateError:
     """A TemplateError that names the offending parameter first."""
-    return TemplateError(f"flash_attention: parameter {param!r} {message}")
+    return TemplateError(f"{template}: parameter {param!r} {message}")
 
 
-def _check_problem(problem: Mapping[str, Any]) -> None:
-    """Reject unsupported head dims and dtypes, non-bool ``causal`` and bad GQA ratios."""
-    for key in ("batch", "heads", "kv_heads", "seq_len"):
-        _check_positive(key, problem[key])
+def _check_int(template: str, key: str, value: Any, least: int = 1) -> None:
+    """Shapes are ints of at least ``least`` (bools excluded)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        what = "a positive int" if least == 1 else f"an int >= {least}"
+        raise _fail(template, key, f"must be {what}, got {value!r}")
+
+
+def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """Head dim, dtype, flags, GQA ratio, scale, and the tile's warps against its query rows."""
+    for key in ("batch", "heads", "kv_heads"):
+        _check_int(template, key, problem[key])
     if problem["dim"] not in _DIMS:
-        raise _fail("dim", f"must be one of {_DIMS}, got {problem['dim']!r}")
+        raise _fail(template, "dim", f"must be one of {_DIMS}, got {problem['dim']!r}")
     if problem["dtype"] not in _DTYPES:
-        raise _fail("dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
+        raise _fail(template, "dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
     if not isinstance(problem["causal"], bool):
-        raise _fail("causal", f"must be a bool, got {problem['causal']!r}")
+        raise _fail(template, "causal", f"must be a bool, got {problem['causal']!r}")
     if problem["heads"] % problem["kv_heads"]:
-        raise _fail("kv_heads", f"={problem['kv_heads']} must divide heads={problem['heads']}")
-
-
-def _check_tile(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    """Reject blocks that do not divide ``seq_len`` or leave a warp fewer than 16 query rows."""
-    for key in ("block_M", "block_N", "threads"):
-        _check_positive(key, tile[key])
+        raise _fail(template, "kv_heads", f"={problem['kv_heads']} must divide heads={problem['heads']}")
+    scale = problem["softmax_scale"]
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not math.isfinite(scale) or scale < 0:
+        raise _fail(template, "softmax_scale", f"must be a finite float > 0 (or 0 for 1/sqrt(dim)), got {scale!r}")
     if tile["threads"] % 32:
-        raise _fail("threads", f"must be a multiple of 32, got {tile['threads']}")
+        raise _fail(template, "threads", f"must be a multiple of 32, got {tile['threads']}")
     rows = tile["threads"] // 32 * 16
     if tile["block_M"] % rows:
-        raise _fail(
-            "block_M",
-            f"={tile['block_M']} must be a multiple of {rows} for threads={tile['threads']}: "
-            "GemmWarpPolicy.FullRow gives each warp 16 or more query rows",
-        )
-    for block in ("block_M", "block_N"):
-        if problem["seq_len"] % tile[block]:
-            raise _fail(block, f"={tile[block]} must divide seq_len={problem['seq_len']}")
-
-
-def _check_positive(key: str, value: Any) -> None:
-    """Shapes and block sizes are positive ints (bools excluded)."""
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise _fail(key, f"must be a positive int, got {value!r}")
+        raise _fail(template, "block_M", f"={tile['block_M']} must be a multiple of {rows} for "
+                                         f"threads={tile['threads']}: GemmWarpPolicy.FullRow gives each warp 16 or "
+                                         "more query rows")
 
 
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    """``Template.check``: the problem first, then the tile against it."""
-    _check_problem(problem)
-    _check_tile(problem, tile)
+    """``flash_attention``'s ``Template.check``: any positive lengths (``seq_len_q``/``seq_len_k`` 0 stand for
+    ``seq_len``)."""
+    _check_int("flash_attention", "seq_len", problem["seq_len"])
+    for key in ("seq_len_q", "seq_len_k"):
+        _check_int("flash_attention", key, problem[key], least=0)
+    _check_common("flash_attention", problem, tile)
+
+
+def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """``flash_attention_varlen``'s ``Template.check``."""
+    for key in ("max_seqlen_q", "max_seqlen_k"):
+        _check_int("flash_attention_varlen", key, problem[key])
+    _check_common("flash_attention_varlen", problem, tile)
+
+
+# ---------------------------------------------------------------- inputs
+def _randn(shape: tuple, problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> torch.Tensor:
+    """Standard-normal values drawn on the generator's device, then cast and moved: scores then have unit
+    variance after the ``1/sqrt(D)`` scale, well inside fp16/bf16 range."""
+    where = generator.device if generator is not None else device
+    return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=getattr(torch, problem["dtype"]))
 
 
 def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
-    """Standard-normal ``Q[B,S,H,D]``, ``K`` and ``V`` ``[B,S,Hkv,D]``: scores then have unit
-    variance after the ``1/sqrt(D)`` scale, well inside fp16/bf16 range."""
-    B, S, D = problem["batch"], problem["seq_len"], problem["dim"]
-    dtype = getattr(torch, problem["dtype"])
+    """``Q [B, Sq, H, D]``, ``K`` and ``V [B, Sk, Hkv, D]``."""
+    p = problem
+    sq, sk = lengths(p)
+    return (_randn((p["batch"], sq, p["heads"], p["dim"]), p, device, generator),
+            _randn((p["batch"], sk, p["kv_heads"], p["dim"]), p, device, generator),
+            _randn((p["batch"], sk, p["kv_heads"], p["dim"]), p, device, generator))
+
+
+def _varlen_seqlens(batch: int, longest: int, device: Any, generator: torch.Generator | None) -> torch.Tensor:
+    """``cu_seqlens [batch + 1]`` int32 of random lengths from 1 to ``longest``, the first sequence ``longest``
+    long (so the problem's maximum is reached)."""
     where = generator.device if generator is not None else device
-
-    def randn(heads: int) -> torch.Tensor:
-        return torch.randn((B, S, heads, D), generator=generator, device=where).to(device=device, dtype=dtype)
-
-    return randn(problem["heads"]), randn(problem["kv_heads"]), randn(problem["kv_heads"])
+    n = torch.randint(1, longest + 1, (batch,), generator=generator, device=where)
+    n[0] = longest
+    return torch.nn.functional.pad(n.cumsum(0), (1, 0)).to(device=device, dtype=torch.int32)
 
 
+def _make_varlen_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """``(q [total_q, H, D], k, v [total_k, Hkv, D], cu_seqlens_q, cu_seqlens_k)``, lengths drawn at random
+    (queries and keys apart: some sequences have more queries than keys)."""
+    p = problem
+    cu_q = _varlen_seqlens(p["batch"], p["max_seqlen_q"], device, generator)
+    cu_k = _varlen_seqlens(p["batch"], p["max_seqlen_k"], device, generator)
+    total_q, total_k = int(cu_q[-1]), int(cu_k[-1])
+    return (_randn((total_q, p["heads"], p["dim"]), p, device, generator),
+            _randn((total_k, p["kv_heads"], p["dim"]), p, device, generator),
+            _randn((total_k, p["kv_heads"], p["dim"]), p, device, generator), cu_q, cu_k)
+
+
+# ---------------------------------------------------------------- references
 _SCORE_BYTES = 2 << 30  # float32 scores the reference holds at once (S16384 H32 at once would be 32 GiB)
 
 
-def _reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, **problem: Any) -> torch.Tensor:
-    """Float32 attention ``[B,S,H,D]``, a few heads of one batch entry at a time to bound the ``S*S`` scores."""
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float) -> torch.Tensor:
+    """Float32 attention of ``q [h, sq, D]`` over ``k``/``v [h, sk, D]``, causal aligned bottom-right; rows that
+    see no key are 0."""
+    scores = (q @ k.transpose(1, 2)) * scale
+    sq, sk = q.shape[1], k.shape[1]
+    if causal:
+        hidden = torch.ones(sq, sk, dtype=torch.bool, device=q.device).triu(sk - sq + 1)
+        scores.masked_fill_(hidden, float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num_(0.0) @ v
+
+
+def _reference_bshd(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool, scale: float) -> torch.Tensor:
+    """Float32 attention ``[B, Sq, H, D]``, a few heads of one batch entry at a time to bound the ``Sq*Sk``
+    scores."""
     groups = Q.shape[2] // K.shape[2]
-    S, H = Q.shape[1], Q.shape[2]
-    mask = torch.ones(S, S, dtype=torch.bool, device=Q.device).triu(1) if problem.get("causal") else None
+    H = Q.shape[2]
     out = torch.empty(Q.shape, dtype=torch.float32, device=Q.device)
-    step = max(1, _SCORE_BYTES // (S * S * 4))
+    step = max(1, _SCORE_BYTES // (max(Q.shape[1] * K.shape[1], 1) * 4))
     for b in range(Q.shape[0]):
         for h in range(0, H, step):
-            q = Q[b, :, h:h + step].float().transpose(0, 1)                                  # [h, S, D]
+            q = Q[b, :, h:h + step].float().transpose(0, 1)                                  # [h, Sq, D]
             kv = slice(h // groups, (min(h + step, H) - 1) // groups + 1)
             k = K[b, :, kv].float().transpose(0, 1).repeat_interleave(groups, dim=0)         # heads h0 // groups ..
             v = V[b, :, kv].float().transpose(0, 1).repeat_interleave(groups, dim=0)
             first = h - kv.start * groups                                                    # .. aligned to query h
             k, v = k[first:first + q.shape[0]], v[first:first + q.shape[0]]
-            scores = (q @ k.transpose(1, 2)) / math.sqrt(Q.shape[3])
-            if mask is not None:
-                scores.masked_fill_(mask, float("-inf"))
-            out[b, :, h:h + step] = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1)
+            out[b, :, h:h + step] = _attend(q, k, v, causal, scale).transpose(0, 1)
     return out
 
 
-def _flops(problem: Mapping[str, Any]) -> float:
-    """Two GEMMs of ``2*S*S*D`` per head; half of them for a causal mask."""
-    p = problem
-    full = 4.0 * p["batch"] * p["heads"] * p["seq_len"] * p["seq_len"] * p["dim"]
-    return full / 2 if p["causal"] else full
+def _softmax_scale(problem: Mapping[str, Any], dim: int) -> float:
+    return problem.get("softmax_scale") or 1.0 / math.sqrt(dim)
 
+
+def _reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """Float32 attention ``[B, Sq, H, D]``."""
+    return _reference_bshd(Q, K, V, bool(problem.get("causal")), _softmax_scale(problem, Q.shape[-1]))
+
+
+def _varlen_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                      cu_seqlens_k: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """Float32 attention ``[total_q, H, D]``, one sequence at a time."""
+    out = torch.empty(Q.shape, dtype=torch.float32, device=Q.device)
+    causal, scale = bool(problem.get("causal")), _softmax_scale(problem, Q.shape[-1])
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    for b in range(len(cq) - 1):
+        q, k, v = Q[cq[b]:cq[b + 1]], K[ck[b]:ck[b + 1]], V[ck[b]:ck[b + 1]]
+        out[cq[b]:cq[b + 1]] = _reference_bshd(q[None], k[None], v[None], causal, scale)[0]
+    return out
+
+
+# ---------------------------------------------------------------- flops
+def _pairs(sq: int, sk: int, causal: bool) -> float:
+    """Visible (query, key) pairs of one sequence: all, or for a bottom-right causal mask those with
+    ``j <= i + sk - sq``; for equal lengths half of them, as FlashAttention's papers count causal FLOPs."""
+    if not causal:
+        return float(sq * sk)
+    if sq == sk:
+        return sq * sk / 2
+    return sk * (sk + 1) / 2 if sq > sk else sq * (sk - sq) + sq * (sq + 1) / 2
+
+
+def _flops(problem: Mapping[str, Any]) -> float:
+    """Two GEMMs of ``2 * D`` per visible (query, key) pair and head."""
+    p = problem
+    return 4.0 * p["batch"] * p["heads"] * p["dim"] * _pairs(*lengths(p), p["causal"])
+
+
+def _varlen_flops(problem: Mapping[str, Any]) -> float:
+    """As if every sequence were ``max_seqlen_q`` x ``max_seqlen_k`` (the problem knows no other lengths)."""
+    p = problem
+    return 4.0 * p["batch"] * p["heads"] * p["dim"] * _pairs(p["max_seqlen_q"], p["max_seqlen_k"], p["causal"])
+
+
+_TILE = {"block_M": 128, "block_N": 128, "threads": 256}
+_TILE_SPACE = {"block_M": (64, 128), "block_N": (64, 128), "threads": (128, 256)}
+_COMMON = {"dim": 128, "causal": False, "softmax_scale": 0.0, "dtype": "float16"}
 
 FLASH_ATTENTION = Template(
     name="flash_attention",
     builder=build_flash_attention,
     reference=_reference,
-    problem={
-        "batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "dim": 128,
-        "causal": False, "dtype": "float16",
-    },
-    tile={"block_M": 128, "block_N": 128, "threads": 256},
-    tile_space={"block_M": (64, 128), "block_N": (64, 128), "threads": (128, 256)},
+    problem={"batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "seq_len_q": 0, "seq_len_k": 0, **_COMMON},
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
     make_inputs=_make_inputs,
     flops=_flops,
     out_idx=(3,),
     check=_check,
-    doc="Attention forward, BSHD: O = softmax(Q K^T / sqrt(D)) V, optional causal mask and GQA.",
+    doc="Attention forward, BSHD: O = softmax(Q K^T * scale) V, any lengths (seq_len_q/seq_len_k: a KV cache; "
+        "0: seq_len), causal aligned bottom-right, GQA/MQA, softmax_scale 0: 1/sqrt(D).",
     pass_configs={"tl.enable_fast_math": True},  # exp2 -> ex2.approx, as TileLang's own FA examples compile
+)
+
+FLASH_ATTENTION_VARLEN = Template(
+    name="flash_attention_varlen",
+    builder=build_flash_attention_varlen,
+    reference=_varlen_reference,
+    problem={"batch": 8, "heads": 16, "kv_heads": 16, "max_seqlen_q": 4096, "max_seqlen_k": 4096, **_COMMON},
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
+    make_inputs=_make_varlen_inputs,
+    flops=_varlen_flops,
+    out_idx=(5,),
+    check=_check_varlen,
+    doc="Attention forward over packed [total, heads, D] sequences with int32 cu_seqlens_q/k (flash_attn_varlen_func; "
+        "call kernel(q, k, v, cu_seqlens_q, cu_seqlens_k) -> o); flops as if every sequence were max_seqlen long.",
+    pass_configs={"tl.enable_fast_math": True},
 )

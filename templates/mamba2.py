@@ -34,7 +34,13 @@ entries finite otherwise. Like mamba, the decayed factor is rounded to the
 input dtype before its tensor-core GEMM (``x * dt * decay`` in chunk_state,
 the masked ``cb * decay * dt`` in chunk_scan); accumulation is float32.
 
-I/O contract (``nchunks = seqlen // chunk``; ``dtype`` is float16 or bfloat16):
+Any sequence length: ``nchunks = ceil(seqlen / chunk)`` and the last chunk may be partial, as in
+mamba_ssm: ``dt`` is 0 past the sequence's end (so ``dA_cumsum`` stays flat there and the last chunk's
+state stops at its last position), and the kernels' copies zero-fill the rows of ``x``, ``B``, ``C`` past
+the end and clip the stores of ``out`` there (the inputs are never padded by a copy). Any ``headdim`` and
+(for ``chunk_state``) ``dstate``: the tiles over them are zero-filled and clipped likewise.
+
+I/O contract (``nchunks = ceil(seqlen / chunk)``; ``dtype`` is float16 or bfloat16):
 
 * ``chunk_state(B, x, dt, dA_cumsum) -> states`` (``out_idx=(4,)``):
   ``B [batch, seqlen, groups, dstate]`` dtype, ``x [batch, seqlen, heads, headdim]`` dtype,
@@ -61,11 +67,16 @@ import torch
 
 from .base import Template, TemplateError
 
-__all__ = ["CHUNK_STATE", "CHUNK_SCAN"]
+__all__ = ["CHUNK_STATE", "CHUNK_SCAN", "n_chunks"]
 
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
 _LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
+
+
+def n_chunks(seqlen: int, chunk: int) -> int:
+    """Chunks of a sequence, the last one partial when ``chunk`` does not divide ``seqlen``."""
+    return -(-seqlen // chunk)
 
 
 @dataclass(frozen=True)
@@ -105,7 +116,7 @@ def build_chunk_state(
     transposed ``x`` into a register fragment (the GEMM's A operand) and accumulates
     ``x_w @ B`` in float32.
     """
-    nchunks = seqlen // chunk
+    nchunks = n_chunks(seqlen, chunk)
 
     @T.macro
     def tile_program(B, x, dt, dA_cumsum, states, by, blk):
@@ -166,7 +177,7 @@ def build_chunk_scan(
     stages ``x`` of the keys and accumulates ``scores @ x``. After it: ``+ D[h] * x_rows``
     (``has_d``), then the store in ``x``'s dtype.
     """
-    nchunks = seqlen // chunk
+    nchunks = n_chunks(seqlen, chunk)
 
     def row0(blk, by):
         """Sequence position of the block's first row."""
@@ -260,15 +271,14 @@ def _fail(template: str, param: str, message: str) -> TemplateError:
 
 
 def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    """Positive int shapes and blocks, a supported dtype, whole chunks, whole groups, warps."""
+    """Positive int shapes and blocks, a supported dtype, whole groups, warpgroups, and key blocks within a chunk
+    (a block of positions must not reach into the next chunk). Any sequence length, ``headdim`` and ``dstate``."""
     for key in ("batch", "seqlen", "heads", "headdim", "dstate", "chunk", "groups"):
         _check_positive(template, key, problem[key])
     for key in ("block_M", "block_N", "block_K", "threads"):
         _check_positive(template, key, tile[key])
     if problem["dtype"] not in _DTYPES:
         raise _fail(template, "dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
-    if problem["seqlen"] % problem["chunk"]:
-        raise _fail(template, "chunk", f"={problem['chunk']} must divide seqlen={problem['seqlen']}")
     if problem["heads"] % problem["groups"]:
         raise _fail(template, "groups", f"={problem['groups']} must divide heads={problem['heads']}")
     if tile["threads"] % 128:
@@ -276,6 +286,9 @@ def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, 
     for key in ("block_M", "block_N", "block_K"):
         if tile[key] % 16:
             raise _fail(template, key, f"must be a multiple of 16 (tensor-core tiles), got {tile[key]}")
+    if problem["chunk"] % tile["block_K"]:
+        raise _fail(template, "block_K", f"={tile['block_K']} must divide chunk={problem['chunk']} (a block of "
+                                         "positions stays within one chunk)")
 
 
 def _check_positive(template: str, key: str, value: Any) -> None:
@@ -284,29 +297,22 @@ def _check_positive(template: str, key: str, value: Any) -> None:
         raise _fail(template, key, f"must be a positive int, got {value!r}")
 
 
-def _check_divides(template: str, pairs: tuple, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    for block, dim in pairs:
-        if problem[dim] % tile[block]:
-            raise _fail(template, block, f"={tile[block]} must divide {dim}={problem[dim]}")
-
-
 def _check_state(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """chunk_state tiles (headdim, dstate) by (block_M, block_N) and walks the chunk in block_K."""
     _check_common("chunk_state", problem, tile)
-    _check_divides("chunk_state", (("block_M", "headdim"), ("block_N", "dstate"), ("block_K", "chunk")),
-                   problem, tile)
 
 
 def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    """chunk_scan tiles (chunk, headdim) by (block_M, block_N), walks keys in block_K and
-    contracts the whole dstate in one GEMM (so dstate is a multiple of 16, at most 256)."""
+    """chunk_scan tiles (chunk, headdim) by (block_M, block_N), walks keys in block_K (row blocks stay within a
+    chunk too) and contracts the whole dstate in one GEMM (so dstate is a multiple of 16, at most 256)."""
     _check_common("chunk_scan", problem, tile)
     if not isinstance(problem["has_d"], bool):
         raise _fail("chunk_scan", "has_d", f"must be a bool, got {problem['has_d']!r}")
     if problem["dstate"] % 16 or problem["dstate"] > 256:
         raise _fail("chunk_scan", "dstate", f"must be a multiple of 16 and at most 256, got {problem['dstate']}")
-    _check_divides("chunk_scan", (("block_M", "chunk"), ("block_N", "headdim"), ("block_K", "chunk")),
-                   problem, tile)
+    if problem["chunk"] % tile["block_M"]:
+        raise _fail("chunk_scan", "block_M", f"={tile['block_M']} must divide chunk={problem['chunk']} (a block of "
+                                             "rows stays within one chunk)")
 
 
 # ---------------------------------------------------------------- inputs
@@ -328,10 +334,14 @@ def _rand(shape: tuple, device: Any, generator: torch.Generator | None) -> torch
 def _dt_and_cumsum(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
     """Float32 ``dt`` and ``dA_cumsum`` ``[batch, heads, nchunks, chunk]`` as Mamba2 produces them:
     ``dt`` log-uniform in [1e-3, 1e-1] (Mamba2's ``dt`` initialisation range), ``A_h = -U(1, 16)``
-    (its ``A_init_range``), ``dA_cumsum`` the running sum of ``A_h * dt`` within each chunk."""
+    (its ``A_init_range``), ``dA_cumsum`` the running sum of ``A_h * dt`` within each chunk; ``dt`` is 0 past
+    the sequence's end (a partial last chunk), as mamba's ``_chunk_cumsum_fwd`` leaves it."""
     p = problem
-    shape = (p["batch"], p["heads"], p["seqlen"] // p["chunk"], p["chunk"])
+    nchunks = n_chunks(p["seqlen"], p["chunk"])
+    shape = (p["batch"], p["heads"], nchunks, p["chunk"])
     dt = torch.exp(math.log(1e-3) + (math.log(1e-1) - math.log(1e-3)) * _rand(shape, device, generator))
+    if nchunks * p["chunk"] != p["seqlen"]:
+        dt.view(*shape[:2], -1)[..., p["seqlen"]:] = 0.0
     A = -(1.0 + 15.0 * _rand((p["heads"],), device, generator))
     dA_cumsum = torch.cumsum(dt * A[None, :, None, None], dim=-1)
     return dt.float().contiguous(), dA_cumsum.float().contiguous()
@@ -354,14 +364,14 @@ def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
     p = problem
     dtype = getattr(torch, p["dtype"])
     b, L, g, n, chunk = p["batch"], p["seqlen"], p["groups"], p["dstate"], p["chunk"]
-    nchunks = L // chunk
+    nchunks = n_chunks(L, chunk)
     B = _randn((b, L, g, n), dtype, device, generator)
     C = _randn((b, L, g, n), dtype, device, generator)
     x = _randn((b, L, p["heads"], p["headdim"]), dtype, device, generator)
     dt, dA_cumsum = _dt_and_cumsum(problem, device, generator)
     prev_states = _randn((b, nchunks, p["heads"], p["headdim"], n), dtype, device, generator)
-    cb = torch.einsum("bclgn,bcsgn->bcgls", C.float().reshape(b, nchunks, chunk, g, n),
-                      B.float().reshape(b, nchunks, chunk, g, n)).contiguous()
+    cb = torch.einsum("bclgn,bcsgn->bcgls", _padded(C, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n),
+                      _padded(B, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n)).contiguous()
     inputs = (cb, x, dt, dA_cumsum, C, prev_states)
     if p["has_d"]:
         inputs = (*inputs, _randn((p["heads"],), torch.float32, device, generator))
@@ -369,6 +379,11 @@ def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
 
 
 # ---------------------------------------------------------------- references
+def _padded(t: torch.Tensor, length: int) -> torch.Tensor:
+    """``t [batch, seqlen, ...]`` with zero rows up to ``length`` (what the kernels' copies read past the end)."""
+    return torch.nn.functional.pad(t, (0, 0, 0, 0, 0, length - t.shape[1])) if length != t.shape[1] else t
+
+
 def _state_reference(B: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA_cumsum: torch.Tensor,
                      **problem: Any) -> torch.Tensor:
     """Float32 ``states[b,c,h,p,n] = sum_l x[b,t,h,p] dt[b,h,c,l] exp(dA_cs[..,L-1] - dA_cs[..,l]) B[b,t,g(h),n]``
@@ -379,8 +394,8 @@ def _state_reference(B: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA_cums
     r = h // g
     decay = torch.exp(torch.clamp(dA_cumsum[..., -1:] - dA_cumsum, max=0.0))           # [b,h,c,l]
     w = (dt.float() * decay).reshape(b, g, r, nchunks, chunk)                          # [b,g,r,c,l]
-    xc = x.float().reshape(b, nchunks, chunk, g, r, p)
-    Bc = B.float().reshape(b, nchunks, chunk, g, n)
+    xc = _padded(x, nchunks * chunk).float().reshape(b, nchunks, chunk, g, r, p)
+    Bc = _padded(B, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n)
     states = torch.einsum("bclgrp,bgrcl,bclgn->bcgrpn", xc, w, Bc)
     return states.reshape(b, nchunks, h, p, n)
 
@@ -399,8 +414,8 @@ def _scan_reference(cb: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA_cums
     _, _, nchunks, chunk = dt.shape
     r = h // g
     causal = torch.ones(chunk, chunk, dtype=torch.bool, device=x.device).tril()
-    xc = x.float().reshape(b, nchunks, chunk, g, r, p)
-    Cc = C.float().reshape(b, nchunks, chunk, g, n)
+    xc = _padded(x, nchunks * chunk).float().reshape(b, nchunks, chunk, g, r, p)
+    Cc = _padded(C, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n)
     out = torch.empty(b, nchunks, chunk, g, r, p, dtype=torch.float32, device=x.device)
     for c in range(nchunks):
         dA = dA_cumsum[:, :, c].float().reshape(b, g, r, chunk)                       # [b,g,r,l]
@@ -411,7 +426,7 @@ def _scan_reference(cb: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, dA_cums
         S = prev_states[:, c].float().reshape(b, g, r, p, n)
         inter = torch.einsum("blgn,bgrpn->blgrp", Cc[:, c], S) * torch.exp(dA).permute(0, 3, 1, 2)[..., None]
         out[:, c] = intra + inter
-    out = out.reshape(b, L, h, p)
+    out = out.reshape(b, nchunks * chunk, h, p)[:, :L]
     if D is not None:
         out = out + D.float()[None, None, :, None] * x.float()
     return out
@@ -427,14 +442,15 @@ def _state_flops(problem: Mapping[str, Any]) -> float:
 def _scan_flops(problem: Mapping[str, Any]) -> float:
     """The two GEMMs' useful multiply-adds: inter-chunk ``C @ prev_states^T``
     (``2 * batch * seqlen * heads * headdim * dstate``) plus the causal intra-chunk
-    ``scores @ x`` over the ``chunk * (chunk + 1) / 2`` pairs ``s <= t`` of each chunk
-    (``2 * batch * nchunks * heads * headdim * chunk * (chunk + 1) / 2``). Masked-out
-    work of diagonal tiles, the decay/mask elementwise work and the D term are not counted."""
+    ``scores @ x`` over the ``L * (L + 1) / 2`` pairs ``s <= t`` of each chunk of ``L`` positions
+    (``chunk``; fewer in a partial last chunk), times ``2 * batch * heads * headdim``. Masked-out
+    work of diagonal tiles and past the sequence's end, the decay/mask elementwise work and the D term
+    are not counted."""
     p = problem
-    nchunks = p["seqlen"] // p["chunk"]
+    full, last = divmod(p["seqlen"], p["chunk"])
+    pairs = full * p["chunk"] * (p["chunk"] + 1) / 2 + last * (last + 1) / 2
     inter = 2.0 * p["batch"] * p["seqlen"] * p["heads"] * p["headdim"] * p["dstate"]
-    intra = 2.0 * p["batch"] * nchunks * p["heads"] * p["headdim"] * p["chunk"] * (p["chunk"] + 1) / 2
-    return inter + intra
+    return inter + 2.0 * p["batch"] * p["heads"] * p["headdim"] * pairs
 
 
 # Mamba2-1.3B: d_model 2048, expand 2 -> 4096 inner = 64 heads x 64; d_state 128, chunk 256, 1 group.

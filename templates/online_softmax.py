@@ -11,7 +11,8 @@ to the same sTasks.
 # No ``from __future__ import annotations``: T.macro reads its parameters' annotations.
 import tilelang.language as T
 
-__all__ = ["ACCUM", "LOG2E", "update_max", "guard_empty_rows", "rescale_and_exponentiate"]
+__all__ = ["ACCUM", "LOG2E", "update_max", "guard_empty_rows", "rescale_and_exponentiate", "normalize",
+           "normalize_or_zero"]
 
 ACCUM = "float32"
 LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
@@ -50,3 +51,17 @@ def rescale_and_exponentiate(acc_s, acc_s_cast, acc_o, row_max, scores_max_prev,
     T.copy(acc_s, acc_s_cast)
     for i, j in T.Parallel(acc_o.shape[0], acc_o.shape[1]):
         acc_o[i, j] *= scores_scale[i]
+
+
+@T.macro
+def normalize(acc_o, logsum):
+    """The output rows divided by their softmax sums."""
+    for i, j in T.Parallel(acc_o.shape[0], acc_o.shape[1]):
+        acc_o[i, j] /= logsum[i]
+
+
+@T.macro
+def normalize_or_zero(acc_o, logsum):
+    """:func:`normalize`, with 0 for rows that saw no key (sum 0) instead of ``0 / 0``."""
+    for i, j in T.Parallel(acc_o.shape[0], acc_o.shape[1]):
+        acc_o[i, j] = T.if_then_else(logsum[i] > 0, acc_o[i, j] / logsum[i], 0)

@@ -314,8 +314,8 @@ def test_the_real_compile_step_runs_once_per_shape(monkeypatch, tmp_path):
 
 def test_the_template_refuses_a_shape_before_any_search(dispatch):
     calls, _ = dispatch
-    with pytest.raises(ValueError, match="'gemm' template does not take this shape: .*'block_M'=128 must divide M=100"):
-        ops.matmul(randn(100, 64), randn(64, 64))
+    with pytest.raises(ValueError, match="'flash_attention' template does not take this shape: .*'dim' must be one of"):
+        ops.attention(randn(1, 128, 4, 96), randn(1, 128, 4, 96), randn(1, 128, 4, 96))
     assert (calls.search, calls.compile) == (0, 0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import pt_tvm
 from pt_tvm import templates
 from pt_tvm.cli import main
 from pt_tvm.compiler import schedule_template
@@ -79,3 +80,48 @@ def test_cli_refuses_an_impossible_tile_in_one_line(tmp_path, capsys, command):
     err = capsys.readouterr().err
     assert rc == 2 and err.strip().splitlines() == [
         "pt-tvm: error: gemm: parameter 'threads'=2048 exceeds the 1024 threads a block can have"]
+
+
+# ---------------------------------------------------------------- any shape: the real trip counts
+def _graph(name: str, **params):
+    return pt_tvm.extract(templates.get(name).build(**params), "h100")
+
+
+def test_ragged_gemm_trip_counts_are_ceil_divs():
+    g = _graph("gemm", M=200, N=300, K=200, block_M=128, block_N=128, block_K=64)
+    assert (g.grid["bx"], g.grid["by"], g.loop.trip_count) == (3, 2, 4)
+
+
+@pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
+def test_a_partial_last_chunk_is_a_chunk(name):
+    """seqlen 1000 in chunks of 256: four chunks per head, the last one partial."""
+    g = _graph(name, seqlen=1000, heads=8, headdim=80, dstate=128, block_K=64)
+    assert g.grid["bz"] == 4 * 8
+    assert g.buffers["dt"].shape == (1, 8, 4, 256) and g.buffers["x"].shape == (1, 1000, 8, 80)
+
+
+def _causal_trips(sq: int, sk: int, block_M: int, block_N: int) -> float:
+    """Mean key blocks per query block under a bottom-right causal mask (heaviest launched first)."""
+    n = -(-sq // block_M)
+    trips = [min(-(-sk // block_N), max(0, -(-((qb + 1) * block_M + sk - sq) // block_N))) for qb in range(n)]
+    return sum(trips) / n
+
+
+@pytest.mark.parametrize("sq, sk, causal", [(1000, 1000, False), (1000, 1000, True), (300, 2000, True),
+                                            (2000, 300, True), (1, 777, True), (700, 1500, False)])
+def test_attention_trip_counts(sq, sk, causal):
+    """Ragged lengths and KV caches: ceil(seqlen_q / block_M) query blocks, each reading the key blocks it sees."""
+    g = _graph("flash_attention", seq_len_q=sq, seq_len_k=sk, causal=causal, batch=2, heads=4, kv_heads=2,
+               block_M=128, block_N=64, threads=256)
+    assert g.grid == {"bx": -(-sq // 128), "by": 4, "bz": 2}
+    want = _causal_trips(sq, sk, 128, 64) if causal else -(-sk // 64)
+    assert g.loop.trip_count == pytest.approx(want)
+
+
+def test_varlen_grid_and_trip_bound():
+    """Packed sequences: the grid covers the longest sequence's queries, the trip count is bounded by the longest
+    sequence's key blocks (the lengths are known only at run time)."""
+    g = _graph("flash_attention_varlen", batch=3, heads=4, kv_heads=1, max_seqlen_q=700, max_seqlen_k=1500,
+               causal=True, block_M=128, block_N=128, threads=256)
+    assert g.grid == {"bx": 6, "by": 4, "bz": 3} and g.loop.trip_count == 12
+    assert g.buffers["Q"].shape == (None, 4, 128)  # total_q: one kernel for every batch of such sequences

@@ -110,14 +110,18 @@ def test_flash_attention_loop_body_is_fixed(causal: bool) -> None:
     [
         ("gemm", {"dtype": "float32"}, "dtype"),
         ("gemm", {"M": 256, "block_M": 96}, "block_M"),
-        ("gemm_rowsum", {"K": 100}, "block_K"),
+        ("gemm_rowsum", {"K": 0}, "K"),
         ("gemm", {"threads": 100}, "threads"),
         ("gemm", {"no_such": 1}, "no_such"),
         ("flash_attention", {"dim": 96}, "dim"),
         ("flash_attention", {"dtype": "float32"}, "dtype"),
         ("flash_attention", {"heads": 16, "kv_heads": 3}, "kv_heads"),
-        ("flash_attention", {"seq_len": 1000}, "block_M"),
-        ("flash_attention", {"seq_len": 192, "block_M": 64, "threads": 128}, "block_N"),
+        ("flash_attention", {"seq_len": 0}, "seq_len"),
+        ("flash_attention", {"seq_len_k": -1}, "seq_len_k"),
+        ("flash_attention", {"softmax_scale": -0.5}, "softmax_scale"),
+        ("flash_attention", {"block_N": 48}, "block_N"),
+        ("flash_attention_varlen", {"max_seqlen_q": 0}, "max_seqlen_q"),
+        ("flash_attention_varlen", {"heads": 16, "kv_heads": 5}, "kv_heads"),
         ("flash_attention", {"block_M": 64, "threads": 256}, "block_M"),
         ("flash_attention", {"causal": "maybe"}, "causal"),
         ("flash_attention", {"batch": 0}, "batch"),
@@ -146,17 +150,21 @@ def _naive_gemm(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     return C
 
 
-def _naive_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool) -> torch.Tensor:
-    """Row-by-row softmax attention in float64, query head h reading key head h // group."""
-    B, S, H, D = Q.shape
-    group = H // K.shape[2]
+def _naive_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, causal: bool,
+                     scale: float | None = None) -> torch.Tensor:
+    """Row-by-row softmax attention in float64, query head h reading key head h // group; causal: query i sees
+    keys j <= i + Sk - Sq, and a query that sees none gives 0."""
+    B, Sq, H, D = Q.shape
+    Sk, group = K.shape[1], H // K.shape[2]
     q, k, v = Q.double(), K.double(), V.double()
-    out = torch.zeros(B, S, H, D, dtype=torch.float64)
+    out = torch.zeros(B, Sq, H, D, dtype=torch.float64)
     for b in range(B):
         for h in range(H):
-            for i in range(S):
-                keys = range(i + 1) if causal else range(S)
-                scores = torch.stack([q[b, i, h] @ k[b, j, h // group] / math.sqrt(D) for j in keys])
+            for i in range(Sq):
+                keys = range(min(Sk, max(0, i + Sk - Sq + 1))) if causal else range(Sk)
+                if not keys:
+                    continue
+                scores = torch.stack([q[b, i, h] @ k[b, j, h // group] * (scale or 1 / math.sqrt(D)) for j in keys])
                 p = torch.exp(scores - scores.max())
                 out[b, i, h] = sum(p[j] * v[b, j, h // group] for j in keys) / p.sum()
     return out
@@ -198,6 +206,38 @@ def test_flash_attention_reference(causal: bool, kv_heads: int) -> None:
     torch.testing.assert_close(ref.double(), _naive_attention(Q, K, V, causal), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seq_len_q, seq_len_k, kv_heads, scale", [(5, 9, 2, 0.0), (9, 4, 1, 0.3), (7, 7, 4, 0.2)],
+                         ids=["kv-cache-gqa", "more-queries-mqa", "scale"])
+def test_flash_attention_reference_kv_cache(causal, seq_len_q, seq_len_k, kv_heads, scale):
+    """Queries and keys of other lengths (causal aligned bottom-right; with more queries than keys the first
+    ones see no key and give 0), MQA, another softmax scale."""
+    shape = {"batch": 2, "heads": 4, "kv_heads": kv_heads, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k, "dim": 8,
+             "causal": causal, "softmax_scale": scale}
+    Q, K, V = _inputs("flash_attention", **shape)
+    assert Q.shape == (2, seq_len_q, 4, 8) and K.shape == V.shape == (2, seq_len_k, kv_heads, 8)
+    ref = get("flash_attention").reference(Q, K, V, **shape)
+    assert torch.isfinite(ref).all()
+    torch.testing.assert_close(ref.double(), _naive_attention(Q, K, V, causal, scale), rtol=1e-5, atol=1e-5)
+    if causal and seq_len_q > seq_len_k:
+        assert not ref[:, :seq_len_q - seq_len_k].any() and ref[:, seq_len_q - seq_len_k:].abs().sum() > 0
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_varlen_reference(causal):
+    """Packed sequences of random lengths (queries apart from keys), each as its own dense attention."""
+    shape = {"batch": 3, "heads": 4, "kv_heads": 2, "max_seqlen_q": 9, "max_seqlen_k": 6, "dim": 8, "causal": causal}
+    q, k, v, cu_q, cu_k = _inputs("flash_attention_varlen", **shape)
+    assert cu_q.dtype == cu_k.dtype == torch.int32 and cu_q[0] == cu_k[0] == 0
+    assert int((cu_q[1:] - cu_q[:-1]).max()) == 9 and int((cu_k[1:] - cu_k[:-1]).max()) == 6
+    assert q.shape == (int(cu_q[-1]), 4, 8) and k.shape == v.shape == (int(cu_k[-1]), 2, 8)
+    ref = get("flash_attention_varlen").reference(q, k, v, cu_q, cu_k, **shape)
+    for b in range(3):
+        rows, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        naive = _naive_attention(q[None, rows], k[None, keys], v[None, keys], causal)[0]
+        torch.testing.assert_close(ref[rows].double(), naive, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["gemm", "gemm_rowsum", "flash_attention"])
 def test_make_inputs_random_and_seeded(name: str) -> None:
     small = {"M": 8, "N": 8, "K": 8} if name != "flash_attention" else {"batch": 1, "seq_len": 8, "dim": 64}
@@ -210,8 +250,13 @@ def test_flops() -> None:
     assert get("gemm").flops({"M": 2, "N": 3, "K": 4}) == 48
     assert get("gemm_rowsum").flops({"M": 2, "N": 3, "K": 4}) == 54
     fa = {"batch": 2, "heads": 3, "seq_len": 4, "dim": 5}
+    fa.update(seq_len_q=0, seq_len_k=0)
     assert get("flash_attention").flops({**fa, "causal": False}) == 4 * 2 * 3 * 4 * 4 * 5
-    assert get("flash_attention").flops({**fa, "causal": True}) == 2 * 2 * 3 * 4 * 4 * 5
+    assert get("flash_attention").flops({**fa, "causal": True}) == 2 * 2 * 3 * 4 * 4 * 5  # FlashAttention's count
+    kv = {**fa, "seq_len_q": 2, "seq_len_k": 5}  # bottom-right: query 0 sees 4 keys, query 1 all 5
+    assert get("flash_attention").flops({**kv, "causal": True}) == 4 * 2 * 3 * 5 * (4 + 5)
+    more = {**fa, "seq_len_q": 5, "seq_len_k": 2}  # the first 3 queries see no key, then 1 and 2
+    assert get("flash_attention").flops({**more, "causal": True}) == 4 * 2 * 3 * 5 * (1 + 2)
 
 
 if __name__ == "__main__":
