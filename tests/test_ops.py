@@ -288,9 +288,8 @@ def _attention_reference(q, k, v, causal, scale=None):
     no key 0."""
     sq, sk, groups = q.shape[1], k.shape[1], q.shape[2] // k.shape[2]
     seen = torch.ones(sq, sk, dtype=torch.bool).tril(sk - sq) if causal else None
-    out = F.scaled_dot_product_attention(q.float().transpose(1, 2), k.float().repeat_interleave(groups, 2).transpose(1, 2),
-                                         v.float().repeat_interleave(groups, 2).transpose(1, 2), attn_mask=seen,
-                                         scale=scale)
+    k, v = (t.float().repeat_interleave(groups, 2).transpose(1, 2) for t in (k, v))
+    out = F.scaled_dot_product_attention(q.float().transpose(1, 2), k, v, attn_mask=seen, scale=scale)
     return out.transpose(1, 2).nan_to_num(0.0)
 
 
@@ -329,8 +328,8 @@ def test_attention_varlen_through_the_dispatch(dispatch):
     ops.attention(randn(250, 4, 64), randn(250, 2, 64), randn(250, 2, 64), cu_seqlens_q=cu, cu_seqlens_k=cu,
                   causal=True, max_seqlen_q=130, max_seqlen_k=130)  # another batch size: its own kernel
     assert (calls.search, calls.compile) == (2, 2)
-    ops.attention(q[:123], k[:310], v[:310], causal=True, cu_seqlens_q=torch.tensor([0, 77, 120, 123], dtype=torch.int32),
-                  cu_seqlens_k=torch.tensor([0, 150, 300, 310], dtype=torch.int32), max_seqlen_q=77,
+    cu_q, cu_k = torch.tensor([0, 77, 120, 123], dtype=torch.int32), torch.tensor([0, 150, 300, 310], dtype=torch.int32)
+    ops.attention(q[:123], k[:310], v[:310], causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=77,
                   max_seqlen_k=150)  # the first call's batch size and buckets: no search, no compile
     assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
 
