@@ -68,8 +68,8 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
     """Two-level search for a built-in template: every candidate tile (inter-EU), then its plans (intra-EU).
 
     Tile parameters among ``params`` (``block_M=64``) pin that dimension of the tile search; the shape is
-    checked against the tiles the search may choose. Returns ``(result, problem, build)`` where ``build(candidate=None)`` returns the
-    PrimFunc of a candidate (default: the winner) with its plan applied.
+    checked against the tiles the search may choose. Returns ``(result, problem, build)`` where
+    ``build(candidate=None)`` returns the PrimFunc of a candidate (default: the winner) with its plan applied.
     """
     template = templates.get(name)
     problem, pins = template.resolve_problem(**dict(params or {}))

@@ -284,7 +284,8 @@ def _randn(shape: tuple, problem: Mapping[str, Any], device: Any, generator: tor
     """Standard-normal values drawn on the generator's device, then cast and moved: scores then have unit
     variance after the ``1/sqrt(D)`` scale, well inside fp16/bf16 range."""
     where = generator.device if generator is not None else device
-    return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=getattr(torch, problem["dtype"]))
+    dtype = getattr(torch, problem["dtype"])
+    return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=dtype)
 
 
 def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:

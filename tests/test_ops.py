@@ -291,6 +291,69 @@ def test_attention_through_the_dispatch(dispatch):
     assert (calls.search, calls.compile) == (1, 1)
 
 
+def _attention_reference(q, k, v, causal, scale=None):
+    """Float32 ``[batch, sq, heads, dim]`` by SDPA: GQA heads repeated, causal aligned bottom-right, rows that see
+    no key 0."""
+    sq, sk, groups = q.shape[1], k.shape[1], q.shape[2] // k.shape[2]
+    seen = torch.ones(sq, sk, dtype=torch.bool).tril(sk - sq) if causal else None
+    k, v = (t.float().repeat_interleave(groups, 2).transpose(1, 2) for t in (k, v))
+    out = F.scaled_dot_product_attention(q.float().transpose(1, 2), k, v, attn_mask=seen, scale=scale)
+    return out.transpose(1, 2).nan_to_num(0.0)
+
+
+@pytest.mark.parametrize("sq, sk, scale", [(100, 300, None), (300, 100, 0.2)], ids=["kv-cache", "more-queries"])
+def test_attention_kv_cache_through_the_dispatch(dispatch, sq, sk, scale):
+    """Queries and keys of other (ragged) lengths and another scale reach the flash_attention template as its
+    seq_len/seq_len_k/softmax_scale: searched and run (by the reference stand-in) on those."""
+    calls, store = dispatch
+    q, k, v = randn(2, sq, 4, 64), randn(2, sk, 1, 64, seed=1), randn(2, sk, 1, 64, seed=2)
+    out = ops.attention(q, k, v, causal=True, softmax_scale=scale)
+    assert rel_err(out.float(), _attention_reference(q, k, v, True, scale)) < REL_TOL["float16"]
+    ((name, problem, _),) = store._kernels
+    problem = dict(problem)
+    assert name == "flash_attention" and (problem["seq_len"], problem["seq_len_k"]) == (sq, sk)
+    assert problem["softmax_scale"] == (scale or 0.0) and (calls.search, calls.compile) == (1, 1)
+
+
+def test_attention_varlen_through_the_dispatch(dispatch):
+    """Packed sequences reach flash_attention_varlen with the longest lengths bucketed to powers of two: another
+    batch of lengths under the same buckets reuses the kernel."""
+    calls, store = dispatch
+    lengths_q, lengths_k = [100, 30, 1], [100, 200, 64]
+    cu_q, cu_k = (torch.tensor([0, *torch.tensor(n).cumsum(0).tolist()], dtype=torch.int32)
+                  for n in (lengths_q, lengths_k))
+    q, k, v = randn(sum(lengths_q), 4, 64), randn(sum(lengths_k), 2, 64, seed=1), randn(sum(lengths_k), 2, 64, seed=2)
+    out = ops.attention(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=100,
+                        max_seqlen_k=200)
+    for b in range(3):
+        rows, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        ref = _attention_reference(q[None, rows], k[None, keys], v[None, keys], True)[0]
+        assert rel_err(out[rows].float(), ref) < REL_TOL["float16"]
+    ((name, problem, _),) = store._kernels
+    assert name == "flash_attention_varlen" and dict(problem)["max_seqlen_q"] == 128
+    assert dict(problem)["max_seqlen_k"] == 256
+    cu = torch.tensor([0, 120, 250], dtype=torch.int32)
+    ops.attention(randn(250, 4, 64), randn(250, 2, 64), randn(250, 2, 64), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                  causal=True, max_seqlen_q=130, max_seqlen_k=130)  # another batch size: its own kernel
+    assert (calls.search, calls.compile) == (2, 2)
+    cu_q, cu_k = torch.tensor([0, 77, 120, 123], dtype=torch.int32), torch.tensor([0, 150, 300, 310], dtype=torch.int32)
+    ops.attention(q[:123], k[:310], v[:310], causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=77,
+                  max_seqlen_k=150)  # the first call's batch size and buckets: no search, no compile
+    assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
+
+
+def test_ragged_matmul_and_ssd_through_the_dispatch(dispatch):
+    """Shapes that are no tile multiple: M=100 (and N, K), and a sequence of 200 in chunks of 64."""
+    calls, _ = dispatch
+    a, b = randn(100, 72), randn(72, 136, seed=1)
+    assert rel_err(ops.matmul(a, b).float(), a.float() @ b.float()) < REL_TOL["float16"]
+    x, dt, A, B, C = _ssd_inputs(b=1, s=200)
+    out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 64, return_final_states=True)
+    ref, ref_final = ssd_recurrence(x, dt, A, B, C)
+    assert rel_err(out.float(), ref) < REL_TOL["float16"] and rel_err(final, ref_final) < 1e-5
+    assert (calls.search, calls.compile) == (3, 3)
+
+
 def test_the_real_compile_step_runs_once_per_shape(monkeypatch, tmp_path):
     """Search, plan and TileLang's compile (nvcc) as on a GPU machine; only the launch fails on CPU tensors. The
     compiled kernel is kept: the second call of the shape compiles nothing and fails at the launch again."""

@@ -1,10 +1,7 @@
 """pt_tvm.ops on a GPU: every op against a float32 PyTorch reference on fresh random inputs, a model under
 ``torch.compile(fullgraph=True)`` against the same model in eager mode, and the second call of a shape doing no
 search and no compile (counted and timed). Plans come from the search, into a plan cache of the test's own.
-
-Shapes today's templates cannot take yet (ragged lengths, a KV cache, another softmax scale, packed
-variable-length batches: issue 14 items 1-2) are tested too; they skip while the op or the template refuses
-them with its error, and check the result once it takes them."""
+Ragged lengths, a KV cache, another softmax scale and packed variable-length batches included."""
 from __future__ import annotations
 
 import math
@@ -53,16 +50,6 @@ def close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, label: str, 
     assert err < (tol or REL_TOL[str(dtype).removeprefix("torch.")]), f"{label}: relative error {err:.3e}"
 
 
-def refused_for_now(call):
-    """``call()``, or a skip when the op or its template does not take the shape yet (issue 14 items 1-2)."""
-    try:
-        return call()
-    except ValueError as e:
-        if "this pt-tvm's" in str(e) or "template does not take this shape" in str(e):
-            pytest.skip(f"not in this pt-tvm's templates yet: {e}")
-        raise
-
-
 # ---------------------------------------------------------------- attention
 def attention_reference(q, k, v, causal=False, scale=None):
     """Float32 attention over BSHD tensors; causal aligned bottom-right (query i sees keys j <= i + sk - sq);
@@ -85,22 +72,25 @@ def attention_reference(q, k, v, causal=False, scale=None):
     (2, 1000, 1000, 8, 2, 128, True, F16, None),  # ragged
     (2, 128, 1024, 8, 2, 128, True, BF16, None),  # a KV cache: bottom-right causal
     (2, 512, 512, 8, 8, 64, False, F16, 0.3),  # another scale
-], ids=["d128", "d64-causal-gqa-bf16", "d128-causal-mqa", "d256-bf16", "ragged", "kv-cache", "scale"])
+    (2, 300, 100, 8, 1, 64, True, F16, None),  # more queries than keys: the first 200 see none and give zeros
+    (3, 777, 2500, 8, 8, 128, False, BF16, None),  # ragged KV cache
+], ids=["d128", "d64-causal-gqa-bf16", "d128-causal-mqa", "d256-bf16", "ragged", "kv-cache", "scale",
+        "more-queries", "ragged-kv"])
 def test_attention(gen, batch, seqlen_q, seqlen_k, heads, kv_heads, dim, causal, dtype, scale):
     q = randn(gen, batch, seqlen_q, heads, dim, dtype=dtype)
     k, v = (randn(gen, batch, seqlen_k, kv_heads, dim, dtype=dtype) for _ in range(2))
-    out = refused_for_now(lambda: ops.attention(q, k, v, causal=causal, softmax_scale=scale))
+    out = ops.attention(q, k, v, causal=causal, softmax_scale=scale)
     close(out, attention_reference(q, k, v, causal, scale).transpose(1, 2), dtype, "attention")
 
 
 def test_attention_varlen(gen):
-    lengths_q, lengths_k = [100, 300, 1], [100, 500, 64]
+    lengths_q, lengths_k = [100, 300, 1, 200], [100, 500, 64, 50]  # the last: more queries than keys
     cu_q, cu_k = (torch.tensor([0, *torch.tensor(n).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
                   for n in (lengths_q, lengths_k))
     q = randn(gen, sum(lengths_q), 8, 128)
     k, v = (randn(gen, sum(lengths_k), 2, 128) for _ in range(2))
-    out = refused_for_now(lambda: ops.attention(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-                                                max_seqlen_q=max(lengths_q), max_seqlen_k=max(lengths_k)))
+    out = ops.attention(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lengths_q),
+                        max_seqlen_k=max(lengths_k))
     ref = torch.cat([attention_reference(q[None, cu_q[i]:cu_q[i + 1]], k[None, cu_k[i]:cu_k[i + 1]],
                                          v[None, cu_k[i]:cu_k[i + 1]], causal=True)[0].transpose(0, 1)
                      for i in range(len(lengths_q))])
@@ -113,7 +103,7 @@ def test_attention_varlen(gen):
 def test_matmul(gen, shape, dtype):
     *lead, k, n = shape
     a, b = randn(gen, *lead, k, dtype=dtype), randn(gen, k, n, dtype=dtype)
-    out = refused_for_now(lambda: ops.matmul(a, b))
+    out = ops.matmul(a, b)
     close(out, a.float() @ b.float(), dtype, "matmul")
 
 
@@ -123,7 +113,7 @@ def test_linear(gen, shape, bias, dtype):
     *lead, k, n = shape
     x, w = randn(gen, *lead, k, dtype=dtype), randn(gen, n, k, dtype=dtype)
     b = randn(gen, n, dtype=dtype) if bias else None
-    out = refused_for_now(lambda: ops.linear(x, w, b))
+    out = ops.linear(x, w, b)
     close(out, F.linear(x.float(), w.float(), b.float() if bias else None), dtype, "linear")
 
 
@@ -186,7 +176,7 @@ def test_ssd_chunk_scan(gen, seqlen, dtype, extras):
     else:
         dt = torch.exp(math.log(1e-3) + (math.log(1e-1) - math.log(1e-3))
                        * torch.rand(b, seqlen, h, generator=gen, device="cuda"))
-    out, final = refused_for_now(lambda: ops.ssd_chunk_scan(x, dt, A, B, C, 256, return_final_states=True, **kw))
+    out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 256, return_final_states=True, **kw)
     ref, ref_final = ssd_recurrence(x, dt, A, B, C, **kw)
     close(out, ref, dtype, "ssd_chunk_scan")
     close(final, ref_final, dtype, "ssd_chunk_scan final state")

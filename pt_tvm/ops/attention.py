@@ -1,6 +1,6 @@
 """``pt_tvm::attention``: attention forward over ``[batch, seqlen, heads, head_dim]`` tensors, as
 ``flash_attn_func`` takes them (and packed ``[total, heads, head_dim]`` ones with ``cu_seqlens``, as
-``flash_attn_varlen_func``), on the ``flash_attention`` template."""
+``flash_attn_varlen_func``), on the ``flash_attention`` and ``flash_attention_varlen`` templates."""
 import math
 from typing import Optional
 
@@ -15,6 +15,7 @@ __all__ = ["attention"]
 
 OP = "pt_tvm.ops.attention"
 TEMPLATE = "flash_attention"
+VARLEN = "flash_attention_varlen"
 _BSHD_Q = ("batch", "seqlen_q", "heads", "head_dim")
 _BSHD_KV = ("batch", "seqlen_k", "kv_heads", "head_dim")
 _THD_Q = ("total_q", "heads", "head_dim")
@@ -67,23 +68,35 @@ def _check_varlen(cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor]
                                 f"int) with cu_seqlens, got {value!r}")
 
 
-def _problem(q: Tensor, k: Tensor, causal: bool, softmax_scale: Optional[float], varlen: bool) -> dict:
-    """The ``flash_attention`` problem of checked arguments. This template takes one length for queries and
-    keys and the scale ``1/sqrt(head_dim)``; the rest of the op's arguments wait for the any-shape
-    templates (issue 14, items 1-2), and until then raise here, naming what is missing."""
-    if varlen:
-        raise ArgumentError(f"{OP}: variable-length batches (cu_seqlens_q/cu_seqlens_k) need a varlen attention "
-                            f"template; this pt-tvm's {TEMPLATE!r} takes [batch, seqlen, heads, head_dim] only")
-    batch, seqlen_q, heads, dim = q.shape
-    seqlen_k, kv_heads = k.shape[1], k.shape[2]
-    if seqlen_q != seqlen_k:
-        raise ArgumentError(f"{OP}: seqlen_q={seqlen_q} of 'q' differs from seqlen_k={seqlen_k} of 'k' (a KV "
-                            f"cache); this pt-tvm's {TEMPLATE!r} template takes equal lengths only")
-    if softmax_scale is not None and not math.isclose(softmax_scale, dim ** -0.5, rel_tol=1e-6):
-        raise ArgumentError(f"{OP}: softmax_scale={softmax_scale!r}; this pt-tvm's {TEMPLATE!r} template scales "
-                            f"by 1/sqrt(head_dim)={dim ** -0.5!r} only")
-    return {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_len": seqlen_q, "dim": dim,
-            "causal": causal, "dtype": str(q.dtype).removeprefix("torch.")}
+def _scale(softmax_scale: Optional[float], dim: int) -> float:
+    """The templates' ``softmax_scale``: 0 for the default ``1/sqrt(head_dim)`` (so a default scale shares its
+    kernels and cached plans with calls that give none)."""
+    if softmax_scale is None or math.isclose(softmax_scale, dim ** -0.5, rel_tol=1e-6):
+        return 0.0
+    return float(softmax_scale)
+
+
+def bucket(length: int) -> int:
+    """The next power of two: the varlen kernel compiled for a longest sequence of ``length`` (its grid covers the
+    bucket, and a block past its sequence's queries reads no key), so batches whose longest sequences differ
+    share a few kernels."""
+    return 1 << max(0, length - 1).bit_length()
+
+
+def _problem(q: Tensor, k: Tensor, causal: bool, softmax_scale: Optional[float], cu_seqlens_q: Optional[Tensor],
+             max_seqlen_q: Optional[int], max_seqlen_k: Optional[int]) -> tuple[str, dict]:
+    """(template, problem) of checked arguments: ``flash_attention`` for ``[batch, seqlen, heads, head_dim]``
+    tensors (equal lengths as ``seq_len``, a KV cache's keys as ``seq_len_k``), ``flash_attention_varlen`` with
+    the maximum lengths bucketed for packed ones."""
+    heads, dim = q.shape[-2], q.shape[-1]
+    common = {"heads": heads, "kv_heads": k.shape[-2], "dim": dim, "causal": causal,
+              "softmax_scale": _scale(softmax_scale, dim), "dtype": str(q.dtype).removeprefix("torch.")}
+    if cu_seqlens_q is not None:
+        return VARLEN, {"batch": cu_seqlens_q.shape[0] - 1, "max_seqlen_q": bucket(max_seqlen_q),
+                        "max_seqlen_k": bucket(max_seqlen_k), **common}
+    seqlen_q, seqlen_k = q.shape[1], k.shape[1]
+    return TEMPLATE, {"batch": q.shape[0], "seq_len": seqlen_q, "seq_len_q": 0,
+                      "seq_len_k": 0 if seqlen_k == seqlen_q else seqlen_k, **common}
 
 
 @torch.library.custom_op("pt_tvm::attention", mutates_args=())
@@ -96,11 +109,15 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
 
     ``q [batch, seqlen_q, heads, head_dim]``, ``k``/``v [batch, seqlen_k, kv_heads, head_dim]``, float16 or
     bfloat16, contiguous, on one CUDA device; or packed ``[total, heads, head_dim]`` with int32
-    ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k``. Returns ``q``'s shape.
+    ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k`` at least the longest
+    sequence's lengths (as ``flash_attn_varlen_func``: not checked against ``cu_seqlens``, which would read them
+    back from the GPU). Any lengths; a query that sees no key (causal, more queries than keys) gives zeros.
+    Returns ``q``'s shape.
     """
     _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    varlen = cu_seqlens_q is not None
-    return launch(TEMPLATE, _problem(q, k, causal, softmax_scale, varlen), q, k, v)
+    template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
+    varlen = () if cu_seqlens_q is None else (cu_seqlens_q, cu_seqlens_k)
+    return launch(template, problem, q, k, v, *varlen)
 
 
 @attention.register_fake

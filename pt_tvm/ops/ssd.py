@@ -209,16 +209,23 @@ def _state_passing(states: Tensor, dA_last: Tensor, initial_states: Optional[Ten
 
 
 def _bmm_chunk(C: Tensor, B: Tensor, chunk: int) -> Tensor:
-    """``cb [batch, nchunks, groups, chunk, chunk]`` float32: ``C B^T`` within each chunk (zero past the end)."""
+    """``cb [batch, nchunks, groups, chunk, chunk]`` float32: ``C B^T`` within each chunk, zero past the end of a
+    partial last chunk (computed apart from the whole chunks: ``C`` and ``B`` are never padded)."""
     batch, seqlen, groups, dstate = C.shape
-    nchunks = -(-seqlen // chunk)
+    full, rest = divmod(seqlen, chunk)
 
-    def chunked(t: Tensor) -> Tensor:
-        if nchunks * chunk != seqlen:
-            t = F.pad(t, (0, 0, 0, 0, 0, nchunks * chunk - seqlen))
-        return t.view(batch, nchunks, chunk, groups, dstate).transpose(2, 3).float()
+    def chunked(t: Tensor, start: int, n: int, length: int) -> Tensor:
+        """Positions ``start .. start + n*length`` as ``[batch, n, groups, length, dstate]`` float32."""
+        return t[:, start:start + n * length].reshape(batch, n, length, groups, dstate).transpose(2, 3).float()
 
-    return torch.matmul(chunked(C), chunked(B).transpose(-1, -2))
+    whole = torch.matmul(chunked(C, 0, full, chunk), chunked(B, 0, full, chunk).transpose(-1, -2))
+    if not rest:
+        return whole
+    cb = whole.new_zeros((batch, full + 1, groups, chunk, chunk))
+    cb[:, :full] = whole
+    cb[:, full, :, :rest, :rest] = torch.matmul(chunked(C, full * chunk, 1, rest),
+                                                chunked(B, full * chunk, 1, rest).transpose(-1, -2))[:, 0]
+    return cb
 
 
 torch.library.define(
