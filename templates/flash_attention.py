@@ -27,6 +27,8 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
+from pt_tvm.passes import HINTS_ATTR
+
 from .base import Template, TemplateError
 from .online_softmax import (
     ACCUM,
@@ -223,7 +225,9 @@ def build_flash_attention_varlen(
         with T.Kernel(n_query_blocks, heads, batch, threads=threads) as (bx, by, bz):
             program(Q, K, V, O, rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz))
 
-    return flash_attention_varlen
+    # priced as if every sequence were the longest (as the template's flops count it)
+    return flash_attention_varlen.with_attr(HINTS_ATTR, {"total_q": batch * max_seqlen_q,
+                                                          "total_k": batch * max_seqlen_k})
 
 
 # ---------------------------------------------------------------- parameters
