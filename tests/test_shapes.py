@@ -188,3 +188,18 @@ def test_hints_price_symbolic_sizes_without_a_warning():
 def test_bad_hints_are_named(hints, match):
     with pytest.raises(ExtractionError, match=match):
         pt_tvm.extract(_dynamic_gemm(T.dynamic("M"), 512), "h100", hints=hints)
+
+
+# ---------------------------------------------------------------- the GPU experiment's shapes
+def test_ragged_experiment_pairs_each_shape_with_its_nearest_tile_multiple():
+    """benchmarks/experiments/ragged.py (GPU): every pair resolves, the twin is a tile multiple near the ragged
+    shape, and the varlen batch's FLOPs count its visible pairs."""
+    from benchmarks.experiments import ragged
+
+    assert [ragged.nearest(n, 128) for n in (4000, 8000, 1500, 64, 191)] == [3968, 8064, 1536, 128, 128]
+    for name, problem, tiles, _ in ragged.PAIRS:
+        (_, rag, _, _), (_, twin, _, _) = ragged.cases(name, problem, tiles)
+        assert all(twin[k] % t == 0 and abs(twin[k] - rag[k]) <= t // 2 for k, t in tiles.items())
+    heads, dim = ragged.FA["heads"], ragged.FA["dim"]
+    # 3 queries over 2 keys see 0, 1, 2 keys; 1 query over 4 keys sees all 4
+    assert ragged.varlen_flops([3, 1], [2, 4], {**ragged.FA, "causal": True}) == 4.0 * heads * dim * (3 + 4)
