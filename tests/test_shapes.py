@@ -3,13 +3,19 @@ choose, tile parameters a user passes pin that dimension of the search, and tile
 refused in one line naming the parameter."""
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+
 import pytest
 import tilelang.language as T
+from _util import nvcc_flags
 
 import pt_tvm
+from benchmarks.experiments import ragged
 from pt_tvm import templates
 from pt_tvm.cli import main
-from pt_tvm.compiler import schedule_template
+from pt_tvm.compiler import lower_planned, schedule_template
 from pt_tvm.errors import PtTvmError, SymbolicSizeWarning
 from pt_tvm.passes import SYMBOLIC_HINT, ExtractionError
 from pt_tvm.templates import TemplateError
@@ -132,6 +138,72 @@ def test_varlen_grid_and_trip_bound():
     assert g.buffers["Q"].shape == (3 * 700, 4, 128) and g.symbols == {"total_q": 3 * 700, "total_k": 3 * 1500}
 
 
+# ---------------------------------------------------------------- any shape: searched, planned, lowered
+FA_PINS = {"block_M": 128, "block_N": 128, "threads": 256}  # one tile: the plans of it are what is tested here
+LOWERED = [
+    ("gemm", {"M": 200, "N": 320, "K": 200}, "h100"),
+    ("gemm", {"M": 200, "N": 320, "K": 200}, "a100"),
+    ("gemm_rowsum", {"M": 1000, "N": 264, "K": 136}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 2, "seq_len_q": 300, "seq_len_k": 1000, "causal": True,
+                         **FA_PINS}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 1, "seq_len_q": 1000, "seq_len_k": 300, "causal": True,
+                         "softmax_scale": 0.3, **FA_PINS}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 4, "seq_len": 1000, **FA_PINS}, "a100"),
+    ("flash_attention_varlen", {"batch": 3, "heads": 4, "kv_heads": 2, "max_seqlen_q": 700, "max_seqlen_k": 1500,
+                                "causal": True, **FA_PINS}, "h100"),
+    ("chunk_state", {"seqlen": 1000, "heads": 8, "headdim": 80}, "h100"),
+    ("chunk_scan", {"seqlen": 1000, "heads": 8}, "h100"),
+    ("chunk_scan", {"seqlen": 1000, "heads": 8}, "a100"),
+]
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict:
+    """(plan, CUDA source) of each LOWERED case, the search's pick lowered as the benchmarks lower it."""
+    return {}
+
+
+def _lowered(cache: dict, i: int) -> tuple:
+    if i not in cache:
+        name, params, chip = LOWERED[i]
+        result, _, build = schedule_template(name, chip, params=params)
+        vdev = pt_tvm.hw.get(chip)
+        cache[i] = (result.best.plan, lower_planned(build(), vdev.tvm_target(), templates.get(name).pass_configs)
+                    .kernel_source)
+    return cache[i]
+
+
+@pytest.mark.parametrize("i", range(len(LOWERED)), ids=[f"{n}-{c}-{i}" for i, (n, _, c) in enumerate(LOWERED)])
+def test_ragged_plans_lower_with_bounds_kept(lowered, i):
+    """The search's plan of a ragged shape lowers to CUDA (its cp.async waits replayed by check_emitted): on
+    Hopper the tiles go through TMA, which zero-fills out-of-bounds loads and clips stores in hardware; a
+    software pipeline's cp.async loads of a ragged tile are predicated (zero-fill), and stores past an edge are
+    guarded in the code."""
+    name, params, chip = LOWERED[i]
+    plan, src = _lowered(lowered, i)
+    assert "__global__" in src
+    if name.startswith("gemm"):
+        trips = -(-params["K"] // plan.tile["block_K"])
+        assert re.search(rf"\b\w+ < {trips}\b", src), f"the K loop of {trips} steps (a ceil-div)"
+    if chip == "h100" and plan.style.value == "warp_specialized":
+        assert "tma_load" in src
+    else:
+        assert "cp_async_gs_conditional" in src  # a ragged tile's loads: predicated, zero-filled past the edge
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("i", [0, 4, 6], ids=["gemm", "fa-more-queries", "varlen"])
+def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
+    _, src = _lowered(lowered, i)
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(src)
+    p = subprocess.run(["nvcc", *nvcc_flags(), "-o", str(tmp_path / "kernel.cubin"), str(cu)],
+                       capture_output=True, text=True, timeout=600)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
+
+
 # ---------------------------------------------------------------- symbolic sizes (issue 18 item 5)
 def _dynamic_gemm(M, K, N: int = 1024):
     """A GEMM whose M or K may be ``T.dynamic``: one kernel for every such size."""
@@ -194,8 +266,6 @@ def test_bad_hints_are_named(hints, match):
 def test_ragged_experiment_pairs_each_shape_with_its_nearest_tile_multiple():
     """benchmarks/experiments/ragged.py (GPU): every pair resolves, the twin is a tile multiple near the ragged
     shape, and the varlen batch's FLOPs count its visible pairs."""
-    from benchmarks.experiments import ragged
-
     assert [ragged.nearest(n, 128) for n in (4000, 8000, 1500, 64, 191)] == [3968, 8064, 1536, 128, 128]
     for name, problem, tiles, _ in ragged.PAIRS:
         (_, rag, _, _), (_, twin, _, _) = ragged.cases(name, problem, tiles)
