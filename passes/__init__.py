@@ -1,6 +1,8 @@
 """pt-tvm's TIR passes: sTask-graph extraction and plan emission, usable in a tvm.transform.Sequential."""
 from .extract import (
     GRAPH_ATTR,
+    HINTS_ATTR,
+    SYMBOLIC_HINT,
     ExtractSTaskGraph,
     extract_stask_graph,
     graph_for,
@@ -8,7 +10,8 @@ from .extract import (
 )
 from .ir import ExtractionError
 
-__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "GRAPH_ATTR", "ExtractionError"]
+__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "GRAPH_ATTR", "ExtractionError",
+           "HINTS_ATTR", "SYMBOLIC_HINT"]
 from .apply import (
     ApplyPipelineSchedule,
     ScheduleMismatch,

@@ -10,13 +10,15 @@ buffers each statement reads and writes (see :mod:`pt_tvm.passes.deps`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+import warnings
+from typing import Any, Callable, Mapping, Sequence
 
 import tvm_ffi
 from tilelang import tvm
 from tvm import tirx
 
 from pt_tvm import hw
+from pt_tvm.errors import SymbolicSizeWarning
 from pt_tvm.graph import (
     Access,
     BufferInfo,
@@ -26,6 +28,7 @@ from pt_tvm.graph import (
     STask,
     STaskGraph,
     dtype_bytes,
+    symbols_text,
 )
 from pt_tvm.hw import SEUKind
 
@@ -44,9 +47,12 @@ from .ir import (
     top_level,
 )
 
-__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "ExtractionError", "GRAPH_ATTR"]
+__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "ExtractionError", "GRAPH_ATTR",
+           "HINTS_ATTR", "SYMBOLIC_HINT"]
 
 GRAPH_ATTR = "pt.stask_graph"  # PrimFunc attribute holding the graph as JSON
+HINTS_ATTR = "pt.symbol_hints"  # PrimFunc attribute: {symbolic size: value to price it at}, the kernel author's
+SYMBOLIC_HINT = 4096  # what a symbolic size (T.dynamic) is priced at when neither the caller nor the kernel says
 
 # An error raised inside a pass crosses TVM's FFI; registered classes come back out of
 # ``mod = pass(mod)`` as themselves instead of a RuntimeError.
@@ -63,22 +69,28 @@ _REDUCE_OPS = {"tl.tileop.reduce", "tl.tileop.cumsum", "tl.tileop.cummax"}
 _ATOMIC_OPS = {"tl.tileop.atomicadd", "tl.tileop.atomicmax", "tl.tileop.atomicmin"}
 
 
-def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
+def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[str, int] | None = None
+                        ) -> STaskGraph:
     """The sTask-graph of a TileLang PrimFunc for ``target`` (TVM Target, dict or chip name).
+
+    Symbolic sizes (``T.dynamic``) are priced at ``hints`` (``{"M": 4096}``), else at the values the kernel's
+    attribute :data:`HINTS_ATTR` gives; one without either at :data:`SYMBOLIC_HINT`, with a
+    :class:`~pt_tvm.errors.SymbolicSizeWarning` naming it. The graph records the values in ``symbols``.
 
     Raises
     ------
     ExtractionError
         The function is not a TileLang kernel, has no (or more than one) pipelined
-        loop, or uses a tile op pt-tvm does not model.
+        loop, uses a tile op pt-tvm does not model, or ``hints`` name no symbolic size of it.
     """
     if not isinstance(func, tirx.PrimFunc):
         raise ExtractionError(f"expected a tirx.PrimFunc, got {type(func).__name__}")
     vdev = hw.for_target(_current_target() if target is None else target)
     name = text(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs else "main"
     block = find_root_block(func, name)
-    grid, threads = launch_info(func, block)
-    buffers = _buffers(func, block)
+    symbols = _symbols(func, name, hints or {})
+    grid, threads = launch_info(func, block, symbols)
+    buffers = _buffers(func, block, symbols)
     binds = {s.var: s.value for s in top_level(block.body) if isinstance(s, tirx.Bind)}
     stmts = [s for s in top_level(block.body) if not isinstance(s, tirx.Bind)]
     loops = [i for i, s in enumerate(stmts) if is_pipelined(s)]
@@ -93,6 +105,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
     if len(loops) > 1:
         raise ExtractionError(f"PrimFunc {name!r} has {len(loops)} pipelined loops; pt-tvm schedules exactly one")
     loop = stmts[loops[0]]
+    extent = tirx.stmt_functor.substitute(loop.extent, {**binds, **symbols}) if binds or symbols else loop.extent
     body = [s for s in top_level(loop.body) if not isinstance(s, tirx.Bind)]
     pro, epi = stmts[:loops[0]], stmts[loops[0] + 1:]
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
@@ -108,15 +121,16 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
         id=annotation_str(loop.annotations.get("tl.ws_op_id")) or LOOP_ID,
         var=loop.loop_var.name,
         extent=text(loop.extent),
-        trip_count=_mean_trip_count(tirx.stmt_functor.substitute(loop.extent, binds) if binds else loop.extent,
-                                    grid),
+        trip_count=_mean_trip_count(extent, grid),
         annotations={text(k): text(v) for k, v in loop.annotations.items()},
     )
     return STaskGraph(name=name, target=vdev.name, stasks=tuple(stasks), edges=dependences(stasks, buffers),
-                      buffers=buffers, loop=loop_info, grid={k: v[1] for k, v in grid.items()}, threads=threads)
+                      buffers=buffers, loop=loop_info, grid={k: v[1] for k, v in grid.items()}, threads=threads,
+                      symbols={text(v.name): n for v, n in symbols.items()})
 
 
-def ExtractSTaskGraph(target: Any = None, sink: Callable[[STaskGraph], None] | None = None) -> tvm.transform.Pass:
+def ExtractSTaskGraph(target: Any = None, sink: Callable[[STaskGraph], None] | None = None,
+                      hints: Mapping[str, int] | None = None) -> tvm.transform.Pass:
     """An analysis pass: attaches each PrimFunc's sTask-graph (JSON) as attribute ``pt.stask_graph``.
 
     Parameters
@@ -125,10 +139,12 @@ def ExtractSTaskGraph(target: Any = None, sink: Callable[[STaskGraph], None] | N
         The target to map sTasks onto; defaults to the current ``with Target``.
     sink : callable, optional
         Called with each extracted :class:`STaskGraph` (e.g. ``graphs.append``).
+    hints : mapping, optional
+        Values to price symbolic sizes at (see :func:`extract_stask_graph`).
     """
 
     def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
-        graph = extract_stask_graph(func, target)
+        graph = extract_stask_graph(func, target, hints)
         if sink is not None:
             sink(graph)
         return func.with_attr(GRAPH_ATTR, graph.to_json(indent=None))
@@ -143,15 +159,16 @@ def graph_of(func: tirx.PrimFunc) -> STaskGraph | None:
     return STaskGraph.from_json(str(func.attrs[GRAPH_ATTR]))
 
 
-def graph_for(func: tirx.PrimFunc, target: Any = None) -> STaskGraph:
+def graph_for(func: tirx.PrimFunc, target: Any = None, hints: Mapping[str, int] | None = None) -> STaskGraph:
     """``func``'s sTask-graph for ``target``: the one ExtractSTaskGraph attached, when it was extracted for
-    this chip, else extracted now (the passes after the extraction read its attribute instead of re-reading
-    the IR)."""
+    this chip (and the symbolic sizes ``hints`` name were priced at those values), else extracted now (the
+    passes after the extraction read its attribute instead of re-reading the IR)."""
     vdev = hw.for_target(_current_target() if target is None else target)
     attached = graph_of(func)
-    if attached is not None and attached.target == vdev.name and all(vdev.eu.has(t.seu) for t in attached.stasks):
+    if attached is not None and attached.target == vdev.name and all(vdev.eu.has(t.seu) for t in attached.stasks) \
+            and all(attached.symbols.get(k) == v for k, v in (hints or {}).items()):
         return attached
-    return extract_stask_graph(func, vdev)
+    return extract_stask_graph(func, vdev, hints)
 
 
 # ---------------------------------------------------------------- helpers
@@ -177,11 +194,39 @@ def _ints(values: Sequence[Any]) -> tuple[int | None, ...]:
     return tuple(int(v) if isinstance(v, tirx.IntImm) else None for v in values)
 
 
-def _buffers(func: tirx.PrimFunc, block: tirx.SBlock) -> dict[str, BufferInfo]:
+def _buffers(func: tirx.PrimFunc, block: tirx.SBlock, symbols: Mapping[tirx.Var, int]) -> dict[str, BufferInfo]:
     bufs = {}
     for b in [*func.buffer_map.values(), *block.alloc_buffers]:
-        bufs[text(b.name)] = BufferInfo(name=text(b.name), shape=_ints(b.shape), dtype=text(b.dtype), scope=_scope(b))
+        shape = [tirx.stmt_functor.substitute(d, dict(symbols)) for d in b.shape] if symbols else b.shape
+        bufs[text(b.name)] = BufferInfo(name=text(b.name), shape=_ints(shape), dtype=text(b.dtype), scope=_scope(b))
     return bufs
+
+
+def _symbols(func: tirx.PrimFunc, fname: str, hints: Mapping[str, int]) -> dict[tirx.Var, int]:
+    """The symbolic sizes of ``func``'s buffers (``T.dynamic``), each with the value it is priced at: its hint,
+    else :data:`SYMBOLIC_HINT` with a warning naming it."""
+    found: dict[str, tirx.Var] = {}
+    for buf in func.buffer_map.values():
+        for dim in buf.shape:
+            tirx.stmt_functor.post_order_visit(
+                dim, lambda n: found.setdefault(text(n.name), n) if isinstance(n, tirx.Var) else None)
+    if func.attrs is not None and HINTS_ATTR in func.attrs:
+        hints = {**{text(k): int(v) for k, v in func.attrs[HINTS_ATTR].items()}, **hints}
+    unknown = sorted(set(hints) - set(found))
+    if unknown:
+        raise ExtractionError(f"hints name {', '.join(map(repr, unknown))}, which PrimFunc {fname!r} has no symbolic "
+                              f"size of (its symbolic sizes: {', '.join(found) or 'none'})")
+    for key, value in hints.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ExtractionError(f"hint {key!r} must be a positive int (the size to price), got {value!r}")
+    values = {found[k]: hints.get(k, SYMBOLIC_HINT) for k in found}
+    missing = [k for k in found if k not in hints]
+    if missing:
+        priced = symbols_text({k: SYMBOLIC_HINT for k in missing})
+        warnings.warn(f"PrimFunc {fname!r}: symbolic sizes priced at {priced}, pt-tvm's default (pass hints="
+                      f"{{{', '.join(f'{k!r}: ...' for k in missing)}}} for the sizes you run)", SymbolicSizeWarning,
+                      stacklevel=3)
+    return values
 
 
 def _kind_of(stmt: tirx.Stmt, fname: str) -> str:

@@ -1,9 +1,9 @@
 """Small readers of TileLang's tile-op IR shared by pt-tvm's passes."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from tilelang import tvm  # noqa: F401  (puts TileLang's TVM on the path)
+from tilelang import tvm
 from tvm import tirx
 
 from pt_tvm.errors import PtTvmError
@@ -64,16 +64,20 @@ def find_root_block(func: tirx.PrimFunc, fname: str = "main") -> tirx.SBlock:
     return found[0]
 
 
-def launch_info(func: tirx.PrimFunc, block: tirx.SBlock) -> tuple[dict, int]:
-    """({block var name: (var, extent or None)} in blockIdx order, threads per block)."""
+def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Var, int] | None = None
+                ) -> tuple[dict, int]:
+    """({block var name: (var, extent or None)} in blockIdx order, threads per block); an extent that depends on
+    symbolic sizes is evaluated at ``values`` when given, else None."""
     grid = {}
 
     def visit(n: Any) -> None:
         if isinstance(n, tirx.For) and n.thread_binding is not None:
             tag = n.thread_binding.thread_tag
             if tag.startswith("blockIdx."):
-                ext = int(n.extent) if isinstance(n.extent, tirx.IntImm) else None
-                grid[tag] = (n.loop_var, ext)
+                ext = n.extent
+                if values and not isinstance(ext, tirx.IntImm):
+                    ext = tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(ext, dict(values)))
+                grid[tag] = (n.loop_var, int(ext) if isinstance(ext, tirx.IntImm) else None)
 
     tirx.stmt_functor.post_order_visit(func.body, visit)
     ordered = {text(grid[t][0].name): grid[t] for t in sorted(grid)}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Mapping
 
 from tilelang import tvm
 from tvm import tirx
@@ -21,7 +21,7 @@ __all__ = ["PipeThreader"]
 
 
 def PipeThreader(target: Any = None, *, space: SearchSpace = SearchSpace(), seed: int = 0,
-                 cache: PlanCache | None = None) -> tvm.transform.Pass:
+                 cache: PlanCache | None = None, hints: Mapping[str, int] | None = None) -> tvm.transform.Pass:
     """Schedule every PrimFunc of the module: extract its sTask-graph (or read the one
     :func:`~pt_tvm.passes.ExtractSTaskGraph` attached), search a plan, write it in.
 
@@ -40,6 +40,8 @@ def PipeThreader(target: Any = None, *, space: SearchSpace = SearchSpace(), seed
         Search seed (the search is deterministic for a given seed).
     cache : pt_tvm.cache.PlanCache, optional
         Reuse plans found earlier for the same kernel structure, shapes and chip.
+    hints : mapping, optional
+        Values to price symbolic sizes at (``{"M": 4096}``; see :func:`~pt_tvm.passes.extract_stask_graph`).
     """
 
     def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
@@ -52,7 +54,7 @@ def PipeThreader(target: Any = None, *, space: SearchSpace = SearchSpace(), seed
             warnings.warn(f"{e}; PipeThreader leaves the schedule to TileLang", FallbackWarning, stacklevel=2)
             return func
         try:
-            graph = graph_for(func, vdev)
+            graph = graph_for(func, vdev, hints)
         except ExtractionError as e:
             warnings.warn(f"PipeThreader leaves this function's schedule to TileLang: {e}", FallbackWarning,
                           stacklevel=2)

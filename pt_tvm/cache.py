@@ -46,7 +46,8 @@ NAMESPACE = "plans-v1"
 _KEY = re.compile(r"[A-Za-z0-9_-]+")
 # Identify no structure: the symbol name, the extraction target (plan_key takes
 # the target itself), the sEU kinds derived from it, and human-readable labels.
-_NOT_STRUCTURE = {STaskGraph: {"name", "target"}}
+# the values symbolic sizes were priced at enter through the grid, trip count and buffer shapes they priced
+_NOT_STRUCTURE = {STaskGraph: {"name", "target", "symbols"}}
 _NOT_STASK = {"label", "seu"}
 
 

@@ -32,9 +32,10 @@ __all__ = ["extract", "schedule", "schedule_template", "planned_func", "lower", 
            "FallbackWarning", "ToolchainError"]
 
 
-def extract(prim_func: Any, target: Any = None) -> STaskGraph:
-    """The sTask-graph of a TileLang PrimFunc for ``target`` (chip, chip name, TVM Target or target dict)."""
-    return extract_stask_graph(prim_func, target)
+def extract(prim_func: Any, target: Any = None, hints: Mapping[str, int] | None = None) -> STaskGraph:
+    """The sTask-graph of a TileLang PrimFunc for ``target`` (chip, chip name, TVM Target or target dict); symbolic
+    sizes priced at ``hints`` (``{"M": 4096}``), else at :data:`pt_tvm.passes.SYMBOLIC_HINT` with a warning."""
+    return extract_stask_graph(prim_func, target, hints)
 
 
 def _vdevice(target: Any) -> hw.VDevice | None:
@@ -50,14 +51,18 @@ def _calibration(vdev: hw.VDevice, calibration: Calibration | None) -> Calibrati
 
 
 def schedule(func: Any, target: Any, *, space: SearchSpace = SearchSpace(), seed: int = 0,
-             calibration: Calibration | None = None, cache: PlanCache | None = None) -> SearchResult:
+             calibration: Calibration | None = None, cache: PlanCache | None = None,
+             hints: Mapping[str, int] | None = None) -> SearchResult:
     """Search a plan for one PrimFunc (its tile is fixed; the intra-EU level only).
 
     ``cache`` is a :class:`pt_tvm.cache.PlanCache` (or None): a hit skips the search
-    and returns a result holding the cached plan, re-verified and re-priced.
+    and returns a result holding the cached plan, re-verified and re-priced. Symbolic sizes
+    (``T.dynamic``) are priced at ``hints`` (``{"M": 4096}``), else at
+    :data:`pt_tvm.passes.SYMBOLIC_HINT` with a :class:`~pt_tvm.errors.SymbolicSizeWarning`;
+    ``explain()`` says which.
     """
     vdev = hw.for_target(target)
-    return schedule_graph(graph_for(func, vdev), vdev, space=space, seed=seed,
+    return schedule_graph(graph_for(func, vdev, hints), vdev, space=space, seed=seed,
                           calibration=_calibration(vdev, calibration), cache=cache)
 
 
@@ -113,8 +118,9 @@ def planned_func(name: str, problem: Mapping[str, Any], candidate: Candidate, ta
 def _planned(func: Any, vdev: hw.VDevice, plan: ExecutionPlan | None, **search_kw: Any) -> Any:
     """``func`` with ``plan`` (searched when None) applied."""
     if plan is None:
-        plan = schedule(func, vdev, **search_kw).best.plan
-    return apply_plan(func, plan, vdev)
+        best = schedule(func, vdev, **search_kw).best
+        return apply_plan(func, best.plan, vdev, best.graph)
+    return apply_plan(func, plan, vdev, graph_for(func, vdev, search_kw.get("hints")))
 
 
 def lower(func: Any, target: Any, plan: ExecutionPlan | None = None, *,

@@ -1,7 +1,7 @@
 """The base of the errors pt-tvm raises on purpose: one class to catch, each subclass naming the problem."""
 from __future__ import annotations
 
-__all__ = ["PtTvmError", "FallbackWarning", "one_line"]
+__all__ = ["PtTvmError", "FallbackWarning", "SymbolicSizeWarning", "one_line"]
 
 
 class PtTvmError(Exception):
@@ -12,6 +12,11 @@ class PtTvmError(Exception):
 class FallbackWarning(UserWarning):
     """pt-tvm leaves a kernel's schedule to TileLang: no hardware model for the target, or nothing it can
     schedule in the kernel."""
+
+
+class SymbolicSizeWarning(UserWarning):
+    """A symbolic size (``T.dynamic``) priced at pt-tvm's default hint: the search's times are for that size,
+    not the one the kernel will run at."""
 
 
 def one_line(e: BaseException) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "LoopInfo",
     "STaskGraph",
     "GraphError",
+    "symbols_text",
 ]
 
 
@@ -61,6 +62,11 @@ class DepKind(str, enum.Enum):
 
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
                 "int32": 4, "int64": 8, "float8_e4m3": 1, "float8_e5m2": 1, "bool": 1, "int16": 2}
+
+
+def symbols_text(symbols: Mapping[str, int]) -> str:
+    """``M=4096, K=512``: symbolic sizes and the values they were priced at."""
+    return ", ".join(f"{k}={v}" for k, v in symbols.items())
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -211,6 +217,10 @@ class STaskGraph:
         Launch indices (``bx`` -> extent) in blockIdx order.
     threads : int
         Threads per block the kernel was written for.
+    symbols : Mapping[str, int]
+        The symbolic sizes (``T.dynamic``) of the kernel and the values the grid, trip count and buffer
+        shapes were priced at (a caller's hints or :data:`pt_tvm.passes.SYMBOLIC_HINT`); empty for a kernel of
+        static shapes.
     """
 
     name: str
@@ -221,6 +231,7 @@ class STaskGraph:
     loop: LoopInfo
     grid: Mapping[str, int | None]
     threads: int
+    symbols: Mapping[str, int] = field(default_factory=dict)
 
     # ------------------------------------------------------------ queries
     def __post_init__(self) -> None:
@@ -300,7 +311,8 @@ class STaskGraph:
             edges = tuple(Edge(**{**e, "kind": DepKind(e["kind"])}) for e in d["edges"])
             buffers = {k: BufferInfo(**{**b, "shape": tuple(b["shape"])}) for k, b in d["buffers"].items()}
             return cls(name=d["name"], target=d["target"], stasks=stasks, edges=edges, buffers=buffers,
-                       loop=LoopInfo(**d["loop"]), grid=dict(d["grid"]), threads=int(d["threads"]))
+                       loop=LoopInfo(**d["loop"]), grid=dict(d["grid"]), threads=int(d["threads"]),
+                       symbols={str(k): int(v) for k, v in d.get("symbols", {}).items()})
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise GraphError(f"corrupt sTask-graph: {type(e).__name__}: {e}") from None
 
@@ -336,7 +348,8 @@ class STaskGraph:
     def summary(self) -> str:
         """A text table of sTasks and edges (what ``pt-tvm graph`` prints)."""
         out = [f"sTask-graph {self.name} for {self.target}: {len(self.stasks)} sTasks, {len(self.edges)} edges; "
-               f"pipelined loop {self.loop.var} x{self.loop.trip_count:g}, grid {dict(self.grid)}, {self.threads} threads"]
+               f"pipelined loop {self.loop.var} x{self.loop.trip_count:g}, grid {dict(self.grid)}, {self.threads} threads"
+               + (f"; symbolic sizes priced at {symbols_text(self.symbols)}" if self.symbols else "")]
         out.append(f"  {'id':<14}{'where':<10}{'sEU':<13}{'tile':<16}{'FLOPs':>12}{'SFU':>9}{'bytes':>10}  op")
         for t in self.stasks:
             out.append(f"  {t.id:<14}{t.placement.value:<10}{t.seu.value:<13}{'x'.join(map(str, t.tile_shape)):<16}"

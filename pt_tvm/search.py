@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
 from .cost import Calibration, Estimate, estimate, least_dram_order
-from .graph import Placement, STaskGraph
+from .graph import Placement, STaskGraph, symbols_text
 from .hw import VDevice
 from .plan import ExecutionPlan, PlanError, Style, Violation
 from .space import (
@@ -85,6 +85,9 @@ class SearchResult:
             tile = f"  [{' '.join(f'{k}={v}' for k, v in c.plan.tile.items())}]" if c.plan.tile else ""
             lines.append(f"  #{i + 1} {c.seconds * 1e6:9.1f} us{tf}  {e.cycles_per_iteration:.0f} cyc/iter, "
                          f"bottleneck {e.bottleneck()} {e.busy.get(e.bottleneck(), 0):.0%}  {c.note}{tile}")
+        if self.best.graph.symbols:
+            lines.append(f"symbolic sizes priced at {symbols_text(self.best.graph.symbols)} (the times are for "
+                         f"those sizes; pass hints= for the sizes you run)")
         b = self.best.estimate
         lines.append(f"winner: {self.best.note}; its steady state keeps "
                      + ", ".join(f"{k} {v:.0%}" for k, v in sorted(b.busy.items(), key=lambda kv: -kv[1]))

@@ -27,6 +27,8 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
+from pt_tvm.passes import HINTS_ATTR
+
 from .base import Template, TemplateError
 from .online_softmax import (
     ACCUM,
@@ -38,7 +40,7 @@ from .online_softmax import (
     update_max,
 )
 
-__all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_VARLEN", "lengths"]
+__all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_VARLEN", "lengths", "visible_pairs"]
 
 _DTYPES = ("float16", "bfloat16")
 _DIMS = (64, 128, 256)
@@ -223,7 +225,9 @@ def build_flash_attention_varlen(
         with T.Kernel(n_query_blocks, heads, batch, threads=threads) as (bx, by, bz):
             program(Q, K, V, O, rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz))
 
-    return flash_attention_varlen
+    # priced as if every sequence were the longest (as the template's flops count it)
+    return flash_attention_varlen.with_attr(HINTS_ATTR, {"total_q": batch * max_seqlen_q,
+                                                          "total_k": batch * max_seqlen_k})
 
 
 # ---------------------------------------------------------------- parameters
@@ -374,7 +378,7 @@ def _varlen_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, cu_seql
 
 
 # ---------------------------------------------------------------- flops
-def _pairs(sq: int, sk: int, causal: bool) -> float:
+def visible_pairs(sq: int, sk: int, causal: bool) -> float:
     """Visible (query, key) pairs of one sequence: all, or for a bottom-right causal mask those with
     ``j <= i + sk - sq``; for equal lengths half of them, as FlashAttention's papers count causal FLOPs."""
     if not causal:
@@ -387,13 +391,13 @@ def _pairs(sq: int, sk: int, causal: bool) -> float:
 def _flops(problem: Mapping[str, Any]) -> float:
     """Two GEMMs of ``2 * D`` per visible (query, key) pair and head."""
     p = problem
-    return 4.0 * p["batch"] * p["heads"] * p["dim"] * _pairs(*lengths(p), p["causal"])
+    return 4.0 * p["batch"] * p["heads"] * p["dim"] * visible_pairs(*lengths(p), p["causal"])
 
 
 def _varlen_flops(problem: Mapping[str, Any]) -> float:
     """As if every sequence were ``max_seqlen_q`` x ``max_seqlen_k`` (the problem knows no other lengths)."""
     p = problem
-    return 4.0 * p["batch"] * p["heads"] * p["dim"] * _pairs(p["max_seqlen_q"], p["max_seqlen_k"], p["causal"])
+    return 4.0 * p["batch"] * p["heads"] * p["dim"] * visible_pairs(p["max_seqlen_q"], p["max_seqlen_k"], p["causal"])
 
 
 _TILE = {"block_M": 128, "block_N": 128, "threads": 256}

@@ -3,13 +3,21 @@ choose, tile parameters a user passes pin that dimension of the search, and tile
 refused in one line naming the parameter."""
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+
 import pytest
+import tilelang.language as T
+from _util import nvcc_flags
 
 import pt_tvm
+from benchmarks.experiments import ragged
 from pt_tvm import templates
 from pt_tvm.cli import main
-from pt_tvm.compiler import schedule_template
-from pt_tvm.errors import PtTvmError
+from pt_tvm.compiler import lower_planned, schedule_template
+from pt_tvm.errors import PtTvmError, SymbolicSizeWarning
+from pt_tvm.passes import SYMBOLIC_HINT, ExtractionError
 from pt_tvm.templates import TemplateError
 
 
@@ -118,10 +126,150 @@ def test_attention_trip_counts(sq, sk, causal):
     assert g.loop.trip_count == pytest.approx(want)
 
 
+@pytest.mark.filterwarnings("error::pt_tvm.errors.SymbolicSizeWarning")
 def test_varlen_grid_and_trip_bound():
     """Packed sequences: the grid covers the longest sequence's queries, the trip count is bounded by the longest
     sequence's key blocks (the lengths are known only at run time)."""
     g = _graph("flash_attention_varlen", batch=3, heads=4, kv_heads=1, max_seqlen_q=700, max_seqlen_k=1500,
                causal=True, block_M=128, block_N=128, threads=256)
     assert g.grid == {"bx": 6, "by": 4, "bz": 3} and g.loop.trip_count == 12
-    assert g.buffers["Q"].shape == (None, 4, 128)  # total_q: one kernel for every batch of such sequences
+    # the packed totals are symbolic (one kernel serves every batch of such sequences), priced as if every sequence
+    # were the longest: the template's own hints, so no warning
+    assert g.buffers["Q"].shape == (3 * 700, 4, 128) and g.symbols == {"total_q": 3 * 700, "total_k": 3 * 1500}
+
+
+# ---------------------------------------------------------------- any shape: searched, planned, lowered
+FA_PINS = {"block_M": 128, "block_N": 128, "threads": 256}  # one tile: the plans of it are what is tested here
+LOWERED = [
+    ("gemm", {"M": 200, "N": 320, "K": 200}, "h100"),
+    ("gemm", {"M": 200, "N": 320, "K": 200}, "a100"),
+    ("gemm_rowsum", {"M": 1000, "N": 264, "K": 136}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 2, "seq_len_q": 300, "seq_len_k": 1000, "causal": True,
+                         **FA_PINS}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 1, "seq_len_q": 1000, "seq_len_k": 300, "causal": True,
+                         "softmax_scale": 0.3, **FA_PINS}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 4, "seq_len": 1000, **FA_PINS}, "a100"),
+    ("flash_attention_varlen", {"batch": 3, "heads": 4, "kv_heads": 2, "max_seqlen_q": 700, "max_seqlen_k": 1500,
+                                "causal": True, **FA_PINS}, "h100"),
+    ("chunk_state", {"seqlen": 1000, "heads": 8, "headdim": 80}, "h100"),
+    ("chunk_scan", {"seqlen": 1000, "heads": 8}, "h100"),
+    ("chunk_scan", {"seqlen": 1000, "heads": 8}, "a100"),
+]
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict:
+    """(plan, CUDA source) of each LOWERED case, the search's pick lowered as the benchmarks lower it."""
+    return {}
+
+
+def _lowered(cache: dict, i: int) -> tuple:
+    if i not in cache:
+        name, params, chip = LOWERED[i]
+        result, _, build = schedule_template(name, chip, params=params)
+        vdev = pt_tvm.hw.get(chip)
+        cache[i] = (result.best.plan, lower_planned(build(), vdev.tvm_target(), templates.get(name).pass_configs)
+                    .kernel_source)
+    return cache[i]
+
+
+@pytest.mark.parametrize("i", range(len(LOWERED)), ids=[f"{n}-{c}-{i}" for i, (n, _, c) in enumerate(LOWERED)])
+def test_ragged_plans_lower_with_bounds_kept(lowered, i):
+    """The search's plan of a ragged shape lowers to CUDA (its cp.async waits replayed by check_emitted): on
+    Hopper the tiles go through TMA, which zero-fills out-of-bounds loads and clips stores in hardware; a
+    software pipeline's cp.async loads of a ragged tile are predicated (zero-fill), and stores past an edge are
+    guarded in the code."""
+    name, params, chip = LOWERED[i]
+    plan, src = _lowered(lowered, i)
+    assert "__global__" in src
+    if name.startswith("gemm"):
+        trips = -(-params["K"] // plan.tile["block_K"])
+        assert re.search(rf"\b\w+ < {trips}\b", src), f"the K loop of {trips} steps (a ceil-div)"
+    if chip == "h100" and plan.style.value == "warp_specialized":
+        assert "tma_load" in src
+    else:
+        assert "cp_async_gs_conditional" in src  # a ragged tile's loads: predicated, zero-filled past the edge
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("i", [0, 4, 6], ids=["gemm", "fa-more-queries", "varlen"])
+def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
+    _, src = _lowered(lowered, i)
+    cu = tmp_path / "kernel.cu"
+    cu.write_text(src)
+    p = subprocess.run(["nvcc", *nvcc_flags(), "-o", str(tmp_path / "kernel.cubin"), str(cu)],
+                       capture_output=True, text=True, timeout=600)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
+
+
+# ---------------------------------------------------------------- symbolic sizes (issue 18 item 5)
+def _dynamic_gemm(M, K, N: int = 1024):
+    """A GEMM whose M or K may be ``T.dynamic``: one kernel for every such size."""
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 128, bx * 128])
+
+    return gemm
+
+
+def test_a_symbolic_size_is_priced_at_the_default_hint_with_a_warning():
+    """Not at the bound of an int32 (a dynamic K gave 3.4e7 loop steps and a 15 s prediction, a dynamic M a grid of
+    8 blocks): at SYMBOLIC_HINT, said in a warning, the graph and explain()."""
+    func = _dynamic_gemm(T.dynamic("M"), T.dynamic("K"))
+    with pytest.warns(SymbolicSizeWarning, match=r"symbolic sizes priced at M=4096, K=4096, pt-tvm's default"):
+        g = pt_tvm.extract(func, "h100")
+    assert SYMBOLIC_HINT == 4096 and g.symbols == {"M": 4096, "K": 4096}
+    assert g.grid == {"bx": 8, "by": 32} and g.loop.trip_count == 64
+    assert g.buffers["A"].shape == (4096, 4096) and "symbolic sizes priced at M=4096, K=4096" in g.summary()
+    with pytest.warns(SymbolicSizeWarning):
+        result = pt_tvm.schedule(func, "h100")
+    assert "symbolic sizes priced at M=4096, K=4096" in result.explain()
+    assert result.best.seconds < 1e-3  # 4096 x 1024 x 4096 at hundreds of TFLOP/s: tens of microseconds
+
+
+@pytest.mark.filterwarnings("error::pt_tvm.errors.SymbolicSizeWarning")
+def test_hints_price_symbolic_sizes_without_a_warning():
+    func = _dynamic_gemm(T.dynamic("M"), 2048)
+    small, large = (pt_tvm.schedule(func, "h100", hints={"M": m}) for m in (1024, 16384))
+    assert small.best.graph.grid == {"bx": 8, "by": 8} and large.best.graph.grid == {"bx": 8, "by": 128}
+    assert 4 < large.best.seconds / small.best.seconds < 32  # 16x the work, on a GPU of 132 SMs
+    assert "symbolic sizes priced at M=1024" in small.explain()
+    # a grid of symbolic size is walked as launched: a walk laid out for the hint would be wrong at other sizes
+    assert all(c.plan.tile_order.is_launch_order and not c.plan.persistent for c in large.ranked)
+    src = pt_tvm.lower(func, "h100", hints={"M": 1024}).kernel_source
+    assert "int M)" in src  # one kernel for every M: M is a kernel argument, its rows guarded
+    assert "tma_load" in src or "cp_async_gs_conditional" in src
+
+
+@pytest.mark.parametrize("hints, match", [({"N": 64}, r"hints name 'N', which PrimFunc 'gemm' has no symbolic size of "
+                                                     r"\(its symbolic sizes: M\)"),
+                                          ({"M": 0}, "hint 'M' must be a positive int"),
+                                          ({"M": "big"}, "hint 'M' must be a positive int")])
+def test_bad_hints_are_named(hints, match):
+    with pytest.raises(ExtractionError, match=match):
+        pt_tvm.extract(_dynamic_gemm(T.dynamic("M"), 512), "h100", hints=hints)
+
+
+# ---------------------------------------------------------------- the GPU experiment's shapes
+def test_ragged_experiment_pairs_each_shape_with_its_nearest_tile_multiple():
+    """benchmarks/experiments/ragged.py (GPU): every pair resolves, the twin is a tile multiple near the ragged
+    shape, and the varlen batch's FLOPs count its visible pairs."""
+    assert [ragged.nearest(n, 128) for n in (4000, 8000, 1500, 64, 191)] == [3968, 8064, 1536, 128, 128]
+    for name, problem, tiles, _ in ragged.PAIRS:
+        (_, rag, _, _), (_, twin, _, _) = ragged.cases(name, problem, tiles)
+        assert all(twin[k] % t == 0 and abs(twin[k] - rag[k]) <= t // 2 for k, t in tiles.items())
+    heads, dim = ragged.FA["heads"], ragged.FA["dim"]
+    # 3 queries over 2 keys see 0, 1, 2 keys; 1 query over 4 keys sees all 4
+    assert ragged.varlen_flops([3, 1], [2, 4], {**ragged.FA, "causal": True}) == 4.0 * heads * dim * (3 + 4)

@@ -1,0 +1,170 @@
+"""GPU experiment (issue 14 items 1-2): every template at ragged shapes against the nearest tile-multiple shape,
+in one process on one GPU. Bar: the ragged shape's TFLOP/s (its own useful FLOPs) within 5% of the
+tile-multiple one's.
+
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.ragged $OUT [TEMPLATE ...]``
+(all templates: about 8 minutes on one H100, most of it the searches and compiles; name templates, e.g.
+``gemm chunk_state``, to run a part). Per pair, both shapes are searched (the model's pick), compiled in
+parallel, checked on every output against the float32 reference on fresh random inputs (NaN-prefilled), then
+timed in alternating rounds with inputs rotated past the L2. "Nearest tile multiple": each ragged size rounded
+to the nearest multiple of 128 (GEMM's M, N, K; attention's lengths) or of the chunk (Mamba2's sequence), ties
+up. Packed variable-length attention: a batch of ragged lengths against the same batch with each length
+rounded so, FLOPs counted over the visible (query, key) pairs of the lengths run. Prints a table, writes
+``ragged.json`` after every pair (a cut run keeps what it measured).
+"""
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+import torch
+
+from benchmarks.suite import header
+from pt_tvm import hw, templates
+from pt_tvm.compiler import planned_func, schedule_template
+from pt_tvm.measure import REL_TOL, Queued, as_outputs, check_call, input_sets, kernel_outputs, time_samplers
+from pt_tvm.templates.flash_attention import visible_pairs
+from pt_tvm.tune import compile_jobs, warm
+
+BAR = 0.95
+FA = {"heads": 16, "kv_heads": 16, "dim": 128}
+VARLEN_Q = [1500, 3000, 777, 2500, 1200, 3100, 640, 2000]  # a prefill batch of ragged prompts
+VARLEN_K = [1500, 3000, 2777, 2500, 1200, 3100, 4000, 2000]  # ... two of them after a KV cache
+# (template, ragged problem, which sizes are ragged and their tile, note)
+PAIRS = [
+    ("gemm", {"M": 8000, "N": 4096, "K": 4096}, {"M": 128}, "ragged tokens"),
+    ("gemm", {"M": 4000, "N": 4000, "K": 4000}, {"M": 128, "N": 128, "K": 128}, "ragged M, N, K"),
+    ("gemm", {"M": 8000, "N": 4096, "K": 4096, "trans_B": True}, {"M": 128}, "linear, ragged tokens"),
+    ("gemm_rowsum", {"M": 8000, "N": 4096, "K": 4096}, {"M": 128}, "ragged tokens"),
+    ("flash_attention", {"batch": 8, "seq_len": 1500, **FA}, {"seq_len": 128}, "ragged"),
+    ("flash_attention", {"batch": 4, "seq_len": 3000, "causal": True, **FA}, {"seq_len": 128}, "ragged causal"),
+    ("flash_attention", {"batch": 8, "seq_len": 777, "seq_len_k": 2500, "causal": True, **FA, "kv_heads": 4},
+     {"seq_len": 128, "seq_len_k": 128}, "KV cache, GQA 4"),
+    ("flash_attention_varlen", {"batch": len(VARLEN_Q), "max_seqlen_q": max(VARLEN_Q),
+                                "max_seqlen_k": max(VARLEN_K), "causal": True, **FA}, {}, "packed, ragged lengths"),
+    ("chunk_state", {"batch": 4, "seqlen": 4000}, {"seqlen": 256}, "partial last chunk"),
+    ("chunk_scan", {"batch": 4, "seqlen": 4000}, {"seqlen": 256}, "partial last chunk"),
+]
+DEADLINE_S = 480  # no pair starts timing after this
+
+
+def nearest(n: int, tile: int) -> int:
+    """The multiple of ``tile`` nearest ``n`` (ties up), at least ``tile``."""
+    return max(tile, (n + tile // 2) // tile * tile)
+
+
+def tile_multiple(problem: dict, ragged: dict) -> dict:
+    return {**problem, **{k: nearest(problem[k], tile) for k, tile in ragged.items()}}
+
+
+def varlen_batch(lengths_q: list[int], lengths_k: list[int], problem: dict, seed: int) -> tuple:
+    """``(q, k, v, cu_seqlens_q, cu_seqlens_k)`` of these lengths, standard normal."""
+    g = torch.Generator("cuda").manual_seed(seed)
+    dtype = getattr(torch, problem["dtype"])
+    cu = [torch.tensor([0, *torch.tensor(n).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
+          for n in (lengths_q, lengths_k)]
+    shape = lambda total, heads: (total, heads, problem["dim"])  # noqa: E731
+    return (torch.randn(shape(sum(lengths_q), problem["heads"]), generator=g, device="cuda").to(dtype),
+            *(torch.randn(shape(sum(lengths_k), problem["kv_heads"]), generator=g, device="cuda").to(dtype)
+              for _ in range(2)), *cu)
+
+
+def varlen_flops(lengths_q: list[int], lengths_k: list[int], problem: dict) -> float:
+    return 4.0 * problem["heads"] * problem["dim"] * sum(visible_pairs(q, k, problem["causal"])
+                                                         for q, k in zip(lengths_q, lengths_k))
+
+
+def cases(name: str, ragged_problem: dict, ragged: dict) -> list[tuple]:
+    """``(label, problem, make(seed), flops)`` of the ragged shape and its tile-multiple twin."""
+    tmpl = templates.get(name)
+    if name == "flash_attention_varlen":
+        ragged_problem, _ = tmpl.resolve_problem(**ragged_problem)
+        rounded_q, rounded_k = ([nearest(n, 128) for n in ls] for ls in (VARLEN_Q, VARLEN_K))
+        twin = {**ragged_problem, "max_seqlen_q": max(rounded_q), "max_seqlen_k": max(rounded_k)}
+        return [(label, p, lambda seed, q=q, k=k, p=p: varlen_batch(q, k, p, seed), varlen_flops(q, k, p))
+                for label, p, q, k in (("ragged", ragged_problem, VARLEN_Q, VARLEN_K),
+                                       ("tile multiple", twin, rounded_q, rounded_k))]
+    out = []
+    for label, p in (("ragged", ragged_problem), ("tile multiple", tile_multiple(ragged_problem, ragged))):
+        p, _ = tmpl.resolve_problem(**p)
+        out.append((label, p, lambda seed, p=p: tmpl.make_inputs(p, "cuda", torch.Generator("cuda").manual_seed(seed)),
+                    tmpl.flops(p)))
+    return out
+
+
+def search_one(job: tuple) -> tuple:
+    """The search's pick for one (template, problem) on ``vdev`` (run in a worker process)."""
+    name, problem, vdev = job
+    result, problem, _ = schedule_template(name, vdev, params=problem)
+    return result.best, problem
+
+
+def main(out_dir: str, only: list[str]) -> None:
+    t_start = time.time()
+    vdev = hw.from_device()
+    pairs = [p for p in PAIRS if not only or p[0] in only]
+    jobs = [(name, problem, label, make, flops) for name, rp, ragged, _ in pairs
+            for label, problem, make, flops in cases(name, rp, ragged)]
+    workers = max(1, (os.cpu_count() or 2) - 1)
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        picks = list(pool.map(search_one, [(name, problem, vdev) for name, problem, *_ in jobs]))
+    errors = warm([job for (name, *_), (best, problem) in zip(jobs, picks)
+                   for job in compile_jobs(name, problem, vdev, [best])], workers=workers)
+    print(f"searched and compiled {len(jobs)} kernels in {time.time() - t_start:.0f} s", flush=True)
+    rows, head = [], header("python -m benchmarks.experiments.ragged $OUT", torch.cuda.get_device_name())
+    for i, (name, ragged_problem, _, note) in enumerate(pairs):
+        if time.time() - t_start > DEADLINE_S:
+            print(f"{name} {note}: not timed, past {DEADLINE_S} s", flush=True)
+            continue
+        tmpl = templates.get(name)
+        samplers, info = {}, {}
+        for j in (2 * i, 2 * i + 1):
+            _, problem, label, make, flops = jobs[j]
+            best, problem = picks[j]
+            entry = {"problem": problem, "tile": dict(best.plan.tile), "plan": best.note, "flops": flops,
+                     "predicted_ms": best.seconds * 1e3, "worker": errors[j]}
+            try:
+                kernel = tmpl.compile(planned_func(name, problem, best, vdev), vdev.tvm_target())
+                check = make(1_000)
+                refs = as_outputs(tmpl.reference(*check, **problem))
+                checks = check_call(kernel_outputs(tmpl, kernel), check, refs, inout=tmpl.inout_idx)
+                entry["rel_err"] = max(c.rel_err for c in checks)
+                entry["prefill"] = [c.prefill for c in checks]
+                if entry["rel_err"] < REL_TOL[problem["dtype"]] and "unverified" not in entry["prefill"]:
+                    sets = input_sets(make, sum(t.numel() * t.element_size() for t in check), vdev.l2_bytes,
+                                      max_sets=4)
+                    samplers[label] = Queued(kernel_outputs(tmpl, kernel), sets)
+                else:
+                    entry["error"] = f"wrong result: rel err {entry['rel_err']:.2e} ({entry['prefill']})"
+                del refs
+            except Exception as ex:  # reported in the row
+                entry["error"] = f"{type(ex).__name__}: {ex}"[:400]
+            info[label] = entry
+        # each kernel on its own input sets, the two timed in alternating rounds
+        for label, t in time_samplers(samplers, rounds=5, round_ms=150.0).items():
+            info[label].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=info[label]["flops"] / t.ms / 1e9)
+        ratio = (info["ragged"]["tflops"] / info["tile multiple"]["tflops"]
+                 if all("tflops" in info[k] for k in info) else None)
+        rows.append({"template": name, "note": note, "ratio": ratio, "bar": BAR, **info})
+        cells = "  ".join(f"{k} {v['tflops']:.0f} TFLOP/s ({_text(v['problem'])})" if "tflops" in v
+                          else f"{k} ERR {v.get('error', '')[:80]}" for k, v in info.items())
+        verdict = "" if ratio is None else f"ratio {ratio:.3f} {'ok' if ratio >= BAR else 'BELOW BAR'}"
+        print(f"{name:<22} {note:<24} {cells}  {verdict}", flush=True)
+        torch.cuda.empty_cache()
+        with open(os.path.join(out_dir, "ragged.json"), "w") as f:
+            json.dump({"header": head, "rows": rows}, f, indent=1, default=str)
+    print(f"\nragged TFLOP/s over the nearest tile multiple's (bar {BAR}); total {time.time() - t_start:.0f} s")
+    for r in rows:
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "ERR"
+        print(f"  {r['template']:<22} {r['note']:<24} {ratio}  ragged {r['ragged'].get('tile')} {r['ragged']['plan']}")
+
+
+def _text(problem: dict) -> str:
+    keys = ("M", "N", "K", "seq_len", "seq_len_k", "max_seqlen_q", "max_seqlen_k", "seqlen")
+    return " ".join(f"{k}={problem[k]}" for k in keys if problem.get(k))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"], sys.argv[2:])
