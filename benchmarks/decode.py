@@ -30,7 +30,6 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.nn.attention.bias import causal_lower_right
 
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
@@ -79,6 +78,8 @@ def sdpa(backend_name: str) -> Callable:
     against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right)."""
 
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
+        from torch.nn.attention.bias import causal_lower_right  # loads torch._dynamo and sympy: ~1 s on --help
+
         if problem["page_size"]:
             raise ValueError("SDPA takes no paged cache")
         _full_lengths(problem)
