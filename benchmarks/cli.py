@@ -23,12 +23,21 @@ import tempfile
 import time
 from typing import Any, Callable, Sequence
 
+import torch
+
+from pt_tvm import hw
 from pt_tvm.errors import PtTvmError
 
-from . import layers, roofline
+from . import dryrun, layers, roofline
 from .calibration import cmd_calibrate
-from .readme import RESULTS, ROOT
+from .compare import compare_files
+from .configs import SUITES, filter_systems, subsample, suite_configs
+from .readme import RESULTS, ROOT, load_index, readme_section, results_index, splice
+from .remote import run_remote
+from .report import config_label, merge_runs, summary_lines, write_report
 from .runfile import RunFileError, load_run
+from .searchtime import cpu_description, default_configs, format_table, measure_search_times
+from .suite import header, run_configs, write_run
 
 __all__ = ["main", "build_parser", "add_run_arguments", "add_compare_options", "cmd_run", "cmd_bench", "UsageError"]
 
@@ -63,8 +72,6 @@ def _stamp() -> str:
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``run`` (shared with ``bench`` and ``pt-tvm bench``)."""
-    from .configs import SUITES
-
     p.add_argument("--suite", default="smoke", help=f"one of {', '.join(SUITES)}, all (default smoke)")
     p.add_argument("--out", help="run JSON to write (default out/SUITE-TARGET-DATE.json, git-ignored)")
     p.add_argument("--systems", help="comma-separated subset of systems (e.g. pt-tvm,cudnn-sdpa,fa3)")
@@ -145,8 +152,6 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _configs(args: argparse.Namespace) -> list:
-    from .configs import filter_systems, subsample, suite_configs
-
     configs = filter_systems(suite_configs(args.suite), args.systems.split(",") if args.systems else None)
     limit = args.max_configs if args.max_configs is not None else (QUICK_MAX_CONFIGS if args.quick else None)
     configs = subsample(configs, limit)
@@ -161,10 +166,6 @@ def _configs(args: argparse.Namespace) -> list:
 
 def _vdev(args: argparse.Namespace) -> tuple[Any, str]:
     """(chip model, device description): --target, else the local GPU, else (dry run only) h100."""
-    import torch
-
-    from pt_tvm import hw
-
     gpu = torch.cuda.is_available()
     if getattr(args, "tracker", None):
         if not args.target:
@@ -249,9 +250,6 @@ def _one_line_errors(prog: str) -> Callable:
 def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     """Run (or dry-run) a suite and write its JSON; returns (exit code, path). Options and the output path
     are checked first (UsageError)."""
-    from .report import summary_lines
-    from .suite import header, write_run
-
     configs = _configs(args)
     if not configs:
         raise UsageError(f"suite {args.suite!r} has no configs left after filtering")
@@ -275,22 +273,17 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
     print(f"{args.suite}: {len(configs)} configs on {device} (model {vdev.name})"
           + (" -- dry run" if args.dry_run else ""), flush=True)
     if args.dry_run:
-        from .dryrun import dry_run_configs
-
         head["sms"] = vdev.num_eus
-        rows = layers.dry_run_configs(configs) if layered else dry_run_configs(configs, vdev, system_options=options)
+        if layered:
+            rows = layers.dry_run_configs(configs)
+        else:
+            rows = dryrun.dry_run_configs(configs, vdev, system_options=options)
     elif getattr(args, "tracker", None):
-        from .remote import run_remote
-
         rows, remote = run_remote(configs, vdev, tracker=args.tracker, key=args.key, timeout_s=args.config_timeout,
                                   options={"rep_ms": args.rep_ms, "workers": args.workers, "system_options": options,
                                            "command": head["command"]})
         head.update(remote)
     else:
-        import torch
-
-        from .suite import run_configs
-
         head.update(sms=torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count,
                     headline_timing="cuda-graph")
 
@@ -323,8 +316,6 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
 
 
 def _print_comparison(run: str, baseline: str, args: argparse.Namespace) -> int:
-    from .compare import compare_files
-
     try:
         result = compare_files(run, baseline, threshold=args.threshold, all_systems=args.all_systems)
     except ValueError as e:  # RunFileError included: a bad file, or a dry run against a timed one
@@ -355,8 +346,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .report import config_label
-
     configs = _configs(args)
     for c in configs:
         label = config_label({"kernel": c.kernel, "config": dict(c.problem), "note": c.note})
@@ -366,8 +355,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
-
     run = load_run(args.run)  # a bad run stops here, before the folder is made
     out_dir = _writable_dir(args.out_dir, "--out-dir")
     if run["header"].get("suite") in layers.SUITES:  # whole layers: their own tables, the paper's ratios
@@ -385,9 +372,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from .report import merge_runs
-    from .suite import write_run
-
     out = _writable(args.out, "--out")
     try:
         head, rows = merge_runs(args.runs, reruns=args.rerun or ())
@@ -408,8 +392,6 @@ def _cmd_roofline(args: argparse.Namespace) -> int:
 
 
 def _cmd_readme(args: argparse.Namespace) -> int:
-    from .readme import load_index, readme_section, results_index, splice
-
     index = load_index(args.index)
     folder = os.path.dirname(os.path.abspath(args.index))
     try:
@@ -436,17 +418,6 @@ def _cmd_readme(args: argparse.Namespace) -> int:
 
 
 def _cmd_search_time(args: argparse.Namespace) -> int:
-    from pt_tvm import hw
-
-    from .configs import subsample, suite_configs
-    from .searchtime import (
-        cpu_description,
-        default_configs,
-        format_table,
-        measure_search_times,
-    )
-    from .suite import header, write_run
-
     vdev = hw.get(args.target)
     out = None if args.no_save else _writable(
         args.out or os.path.join(OUT_DIR, f"search-time-{vdev.name}-{_stamp()}.json"), "--out")

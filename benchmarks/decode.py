@@ -27,7 +27,18 @@ import sys
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from .suite import Config
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from pt_tvm import hw, templates
+from pt_tvm.compiler import planned_func, schedule_template
+from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
+from pt_tvm.plan import Style
+from pt_tvm.templates.decode_attention import kv_bytes
+from pt_tvm.tune import compile_jobs, warm
+
+from .suite import Config, header, run_configs, write_run
 
 __all__ = ["configs", "SYSTEMS", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
 
@@ -67,9 +78,7 @@ def sdpa(backend_name: str) -> Callable:
     against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right)."""
 
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        from torch.nn.attention.bias import causal_lower_right
+        from torch.nn.attention.bias import causal_lower_right  # loads torch._dynamo and sympy: ~1 s on --help
 
         if problem["page_size"]:
             raise ValueError("SDPA takes no paged cache")
@@ -93,7 +102,7 @@ def sdpa(backend_name: str) -> Callable:
 def flash_attn_4(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """flash-attn-4's CuTe forward with per-sequence lengths (``seqused_k``), its page table for a paged cache,
     and its own split heuristic (``num_splits=0``)."""
-    from flash_attn.cute import flash_attn_varlen_func
+    from flash_attn.cute import flash_attn_varlen_func  # optional peer: installed on the GPU machine only
 
     causal = problem["q_len"] > 1
 
@@ -107,8 +116,7 @@ def flash_attn_4(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any)
 def flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """FlashInfer's paged-cache wrappers (decode for one query token, prefill with a causal mask for several),
     planned once per config as a server plans once per step; the timed call is ``run``."""
-    import flashinfer
-    import torch
+    import flashinfer  # optional peer: a JIT package packed for the GPU machine (fetch_flashinfer.sh)
 
     if not problem["page_size"]:
         raise ValueError("FlashInfer's wrappers take a paged cache")
@@ -152,10 +160,6 @@ def peer(name: str) -> Callable | None:
 # ---------------------------------------------------------------- bandwidth
 def hbm_copy_tbps(gib: float = 2.0) -> float:
     """The GPU's device-to-device copy bandwidth in TB/s (bytes read plus written per second), median of many."""
-    import torch
-
-    from pt_tvm.measure import time_interleaved
-
     n = int(gib * (1 << 30)) // 4
     src = torch.randn(n, device="cuda")
     dst = torch.empty_like(src)
@@ -168,8 +172,6 @@ def hbm_copy_tbps(gib: float = 2.0) -> float:
 
 def with_bandwidth(rows: Sequence[dict], peak_tbps: float | None = None) -> list[dict]:
     """Rows with ``kv_tbps`` (KV-cache bytes read per second) and, given the copy peak, ``hbm_fraction``."""
-    from pt_tvm.templates.decode_attention import kv_bytes
-
     out = []
     for row in rows:
         row = dict(row)
@@ -185,14 +187,6 @@ def with_bandwidth(rows: Sequence[dict], peak_tbps: float | None = None) -> list
 def split_sweep(problem: Mapping[str, Any], vdev: Any, *, workers: int, rep_ms: float = 200.0) -> dict:
     """For each split count of the tile space: the best-predicted warp-specialized plan with it, compiled (in
     ``workers`` processes), checked and timed; the model's pick and the measured best side by side."""
-    import torch
-
-    from pt_tvm import templates
-    from pt_tvm.compiler import planned_func, schedule_template
-    from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
-    from pt_tvm.plan import Style
-    from pt_tvm.tune import compile_jobs, warm
-
     template = templates.get("decode_attention")
     result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
     per_split: dict[int, Any] = {}
@@ -245,10 +239,10 @@ def _slice(entries: Sequence[tuple]) -> list[Config]:
 
 def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
     """Achieved KV bandwidth against kv_len, one panel per batch size, a line per system; the copy peak dashed."""
-    import matplotlib
+    import matplotlib  # optional: only the chart needs it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display on the GPU machine
 
     batches = sorted({r["config"]["batch"] for r in rows if r.get("kv_tbps")})
     fig, axes = plt.subplots(1, max(1, len(batches)), figsize=(4.2 * max(1, len(batches)), 3.6), squeeze=False)
@@ -272,8 +266,6 @@ def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure the GPU slice (or ``--all``) with peers, the copy peak and the split sweep; write JSON and chart."""
-    from pt_tvm import hw
-
     ap = argparse.ArgumentParser(prog="python -m benchmarks.decode", description=main.__doc__)
     ap.add_argument("--out", default="decode-run", help="folder for decode.json, splits.json and the chart")
     ap.add_argument("--all", action="store_true", help="the whole decode grid, not the GPU slice")
@@ -299,10 +291,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv: Sequence[str] | None) -> None:
     """The suite (slice) with its peers: decode.json and bandwidth.png."""
-    import torch
-
-    from .suite import header, run_configs, write_run
-
     t0 = time.perf_counter()
     chosen = configs() if args.all else _slice(_GPU_SLICE)
     if args.systems:

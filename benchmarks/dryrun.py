@@ -19,6 +19,10 @@ import sys
 import time
 from typing import Any, Iterable, Mapping, Sequence
 
+from pt_tvm import templates
+from pt_tvm.compiler import lower_planned, schedule_template
+from pt_tvm.tune import DEFAULT_TOP_K, diverse_top
+
 from .suite import Config, _error, _short
 from .systems import AUTOTUNE_NUM_STAGES, autotune_configs, autotune_jit, grid_blocks, role_based_ws_configs
 
@@ -30,8 +34,6 @@ _PT_TVM = ("pt-tvm", "pt-tvm-model")  # both take the searched plan; pt-tvm then
 def _lower(func: Any, vdev: Any, pass_configs: Mapping[str, Any]) -> tuple[str, dict]:
     """``tilelang.lower`` for the model's target (no GPU needed): (device source, row fields: its characters,
     seconds, the kernel's grid and waves on the model's SMs)."""
-    from pt_tvm.compiler import lower_planned
-
     t0 = time.perf_counter()
     art = lower_planned(func, vdev.tvm_target(), pass_configs)  # with the configs the plan recorded
     grid = grid_blocks(func)
@@ -59,9 +61,6 @@ def _tilelang_info(system: str, template: Any, problem: Mapping[str, Any], vdev:
 
 def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: Any, top_k: int) -> dict:
     """Search, pick the refinement candidates, lower the winner: the CPU half of the pt-tvm systems."""
-    from pt_tvm.compiler import schedule_template
-    from pt_tvm.tune import diverse_top
-
     t0 = time.perf_counter()
     result, _, build = schedule_template(cfg.kernel, vdev, params=problem)
     wall = time.perf_counter() - t0
@@ -79,10 +78,6 @@ def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = None,
                     system_options: Mapping[str, Any] | None = None) -> list[dict]:
     """One row per (config, system), as :func:`benchmarks.suite.run_configs` writes them, without a GPU."""
     log = sys.stdout if log is None else log  # the stream of the call, not of import time
-    from pt_tvm import templates
-
-    from pt_tvm.tune import DEFAULT_TOP_K
-
     top_k = int((system_options or {}).get("tune_top_k") or DEFAULT_TOP_K)
     stages = (system_options or {}).get("autotune_stages", AUTOTUNE_NUM_STAGES)
     rows = []

@@ -32,7 +32,7 @@ def sleep_job(job: dict) -> dict:
 
 
 def _cpu_seconds(pids: list[int]) -> float:
-    import psutil
+    import psutil  # optional: only this measurement needs it
 
     total = 0.0
     for pid in pids:
@@ -49,11 +49,11 @@ def simulate(servers: int, jobs: int, sleep_s: float, log=sys.stderr) -> dict:
 
     (Imports here, not at the top: the servers import this module for :func:`sleep_job` and stay light.)
     """
-    import psutil
-    from tilelang import tvm  # noqa: F401
-    from tvm.rpc.tracker import Tracker
+    import psutil  # optional: only this measurement needs it
+    from tilelang import tvm  # noqa: F401  (puts the bundled TVM on the path, for the next line)
+    from tvm.rpc.tracker import Tracker  # needs tornado, an optional dependency
 
-    from pt_tvm.fanout import Fanout, Task, TrackerLink, serve
+    from pt_tvm.fanout import Fanout, Task, TrackerLink, serve  # loads tilelang: the servers import this module
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="JSON to write")
     args = p.parse_args(argv)
     runs = [simulate(args.servers, args.jobs, s) for s in (args.sleep or [2.0])]
-    import psutil
+    import psutil  # optional: only this measurement needs it
 
     doc = {"machine": {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
                        "processor": platform.processor() or platform.machine(), "python": platform.python_version()},

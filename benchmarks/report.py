@@ -376,10 +376,10 @@ def _panel_file(key: tuple) -> str:
 
 def plot(rows: Sequence[Mapping[str, Any]], out_dir: str, subject: str = SUBJECT) -> list[str]:
     """One grouped bar chart per panel (kernel, dtype, head dim, mask); only valid, timed rows are drawn."""
-    import matplotlib
+    import matplotlib  # optional: only the charts need it
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display where reports are written
 
     panels: dict[tuple, dict] = {}
     for r in rows:

@@ -18,6 +18,9 @@ import sys
 import time
 from typing import Any, Mapping, Sequence
 
+from pt_tvm import hw, templates
+from pt_tvm.compiler import schedule_template
+
 from .suite import Config, _short
 
 __all__ = ["PUBLISHED", "default_configs", "measure_search_times", "format_table", "cpu_description"]
@@ -49,9 +52,6 @@ def measure_search_times(configs: Sequence[Config], target: Any, *, repeat: int 
     tiles and plans considered. The first config of each template is searched once untimed first
     (imports, TVM's first-call costs)."""
     log = sys.stdout if log is None else log  # the stream of the call, not of import time
-    from pt_tvm import hw, templates
-    from pt_tvm.compiler import schedule_template
-
     vdev = hw.get(target) if isinstance(target, str) else target
     warmed = set()
     rows = []

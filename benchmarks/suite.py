@@ -20,7 +20,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import tilelang
+import torch
+
+import pt_tvm
+from pt_tvm import templates
 from pt_tvm.measure import REL_TOL, OutputCheck, Timing, as_outputs, check_call, input_sets
+
+from .precompile import Precompiler
 from .systems import AUTOTUNE_NUM_STAGES, build_system, flops_per_second
 from .timing import TwoWays, time_two_ways
 
@@ -40,11 +47,6 @@ class Config:
 
 def header(command: str, device: str) -> dict:
     """Who measured what with which versions: the run's provenance."""
-    import tilelang
-    import torch
-
-    import pt_tvm
-
     def git(*args: str) -> str | None:
         try:
             return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
@@ -88,10 +90,6 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
     run that may be cut off).
     """
     log = sys.stdout if log is None else log  # the stream of the call, not of import time
-    import torch
-
-    from .precompile import Precompiler
-
     configs = list(configs)
     options = {"tune_rep_ms": rep_ms, **(system_options or {})}
     workers = workers or max(1, (os.cpu_count() or 1) - 1)  # a core left to the timed process
@@ -151,10 +149,6 @@ def timing_fields(t: TwoWays, flops: float) -> dict:
 def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any], *, log: Any,
                 warmup_ms: float, rep_ms: float, rounds: int, sms: int) -> list[dict]:
     """Build, check and time every system of one config on the same inputs; its rows."""
-    import torch
-
-    from pt_tvm import templates
-
     template = templates.get(cfg.kernel)
     problem, _ = template.resolve(**cfg.problem)
     flops = template.flops(problem)

@@ -17,8 +17,17 @@ import os
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import tilelang
+import torch
+import torch.nn.functional as F
+from tilelang import tvm
+from tilelang.transform import PassConfigKey
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import kernel_outputs
 from pt_tvm.templates import TemplateError
+from pt_tvm.tune import tune_template
 
 __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "flops_per_second", "grid_blocks",
            "autotune_configs", "autotune_jit", "tilelang_cache", "role_based_ws_configs"]
@@ -26,8 +35,6 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "
 
 def grid_blocks(func: Any) -> int | None:
     """Thread blocks a TileLang PrimFunc launches (the product of its ``blockIdx`` extents), None if unknown."""
-    from tilelang import tvm
-
     extents: dict[str, int] = {}
 
     def visit(node: Any) -> None:
@@ -56,8 +63,6 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     ``--rep-ms``). The search result goes into ``shared`` (one dict per config)
     for ``pt-tvm-model``.
     """
-    from pt_tvm.tune import tune_template
-
     t0 = time.perf_counter()
     kw = {"top_k": int(tune_top_k)} if tune_top_k else {}
     if tune_workers:
@@ -82,8 +87,6 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, share
                   **_: Any) -> tuple[Callable, dict]:
     """The cost model's first choice alone, no GPU measurement in the loop (the search ``pt-tvm`` left in
     ``shared`` when it ran on this config first: the search is deterministic)."""
-    from pt_tvm.compiler import planned_func, schedule_template
-
     if shared and "search" in shared:
         result = shared["search"]
         func = planned_func(template.name, problem, result.best, vdev)
@@ -109,8 +112,6 @@ def _tilelang_auto(template: Any, problem: Mapping[str, Any], vdev: Any, *, shar
 
 def role_based_ws_configs(template: Any) -> dict[str, Any]:
     """The template's pass configs with TileLang's role-based automatic warp specialization turned on."""
-    from tilelang.transform import PassConfigKey
-
     return {**template.pass_configs, PassConfigKey.TL_ENABLE_AUTO_WARP_SPECIALIZATION.value: "role_based"}
 
 
@@ -120,8 +121,6 @@ def _tilelang_ws(template: Any, problem: Mapping[str, Any], vdev: Any, *, shared
     (``tl.enable_auto_warp_specialization="role_based"``, off by default in TileLang 0.1.15);
     ``ws_changed_kernel`` says whether its CUDA differs from ``tilelang-auto``'s (TileLang skips
     kernels its scheduler cannot split, with a warning), when that system ran first."""
-    import tilelang
-
     func = template.build(num_stages=2, **problem)
     kernel = tilelang.compile(func, out_idx=list(template.out_idx), target=vdev.tvm_target(),
                               pass_configs=role_based_ws_configs(template))
@@ -153,8 +152,6 @@ def autotune_configs(template: Any, problem: Mapping[str, Any],
 def autotune_jit(template: Any, vdev: Any) -> Any:
     """The template's builder under ``tilelang.jit`` with its outputs and pass configs, as a TileLang user
     writes a kernel for ``tilelang.autotune``."""
-    import tilelang
-
     return tilelang.jit(out_idx=list(template.out_idx), target=vdev.tvm_target(),
                         pass_configs=dict(template.pass_configs))(template.builder)
 
@@ -182,8 +179,6 @@ def _tilelang_autotune(template: Any, problem: Mapping[str, Any], vdev: Any, *, 
     """TileLang's own autotuner (``tilelang.autotune`` over ``tilelang.jit``) across the template's tile space
     and the pipeline depths ``autotune_stages``, with TileLang's default schedule; its caches (results and
     compiled configs) in the run's ``autotune_cache``."""
-    import tilelang
-
     configs = autotune_configs(template, problem, autotune_stages)
     if not configs:
         raise TemplateError(f"{template.name}: no tile of the template's tile space fits this problem")
@@ -198,9 +193,6 @@ def _tilelang_autotune(template: Any, problem: Mapping[str, Any], vdev: Any, *, 
 
 def _sdpa(backend_name: str) -> Callable:
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
         backend = getattr(SDPBackend, backend_name)
         gqa = problem["heads"] != problem["kv_heads"]
 
@@ -216,7 +208,7 @@ def _sdpa(backend_name: str) -> Callable:
 
 
 def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    from flash_attn.cute import flash_attn_func
+    from flash_attn.cute import flash_attn_func  # optional peer: installed on the GPU machine only
 
     def run(q, k, v):
         out = flash_attn_func(q, k, v, causal=problem["causal"])
@@ -227,16 +219,12 @@ def _fa3(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tupl
 
 def _gemm_rowsum(a: Any, b: Any, s: Any) -> tuple:
     """GEMM + row sum as a PyTorch user writes it: the row sums in float32 without a float32 copy of C."""
-    import torch
-
     c = a @ b
     return c, c.sum(dim=1, dtype=torch.float32)
 
 
 def _chunk_state(B: Any, x: Any, dt: Any, dA_cumsum: Any) -> Any:
     """Mamba2's chunk state in the input dtype (mamba_ssm's ``chunk_state_ref``), states out in float32."""
-    import torch
-
     b, L, h, p = x.shape
     g, n = B.shape[2], B.shape[3]
     _, _, c, l = dt.shape
@@ -249,8 +237,6 @@ def _chunk_state(B: Any, x: Any, dt: Any, dA_cumsum: Any) -> Any:
 
 def _chunk_scan(cb: Any, x: Any, dt: Any, dA_cumsum: Any, C: Any, prev_states: Any, D: Any = None) -> Any:
     """Mamba2's chunk scan in the input dtype (mamba_ssm's ``chunk_scan_ref`` with ``cb`` given)."""
-    import torch
-
     b, L, h, p = x.shape
     g, n = C.shape[2], C.shape[3]
     _, _, c, l = dt.shape
@@ -274,8 +260,6 @@ def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
     (The template's ``reference`` computes in float32 to check results; compiling
     it would time an fp32 kernel, not a peer.)
     """
-    import torch
-
     if template.name == "gemm":
         return lambda a, b: a @ b
     if template.name == "gemm_rowsum":
@@ -303,8 +287,6 @@ def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
 
 
 def _torch_compile(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    import torch
-
     return torch.compile(_eager(template, problem), dynamic=False), {"mode": "default",
                                                                      "source": "eager PyTorch in the input dtype"}
 
@@ -312,11 +294,11 @@ def _torch_compile(template: Any, problem: Mapping[str, Any], vdev: Any, **_: An
 def _mamba_triton(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """mamba-ssm 2.3.2's official Triton kernels (laid out by benchmarks/fetch_mamba_ssm.sh, on PYTHONPATH)."""
     if template.name == "chunk_state":
-        from mamba_ssm.ops.triton.ssd_chunk_state import _chunk_state_fwd
+        from mamba_ssm.ops.triton.ssd_chunk_state import _chunk_state_fwd  # optional peer (fetch_mamba_ssm.sh)
 
         return (lambda B, x, dt, dA: _chunk_state_fwd(B, x, dt, dA, states_in_fp32=True)), {"package": "mamba-ssm 2.3.2"}
     if template.name == "chunk_scan":
-        from mamba_ssm.ops.triton.ssd_chunk_scan import _chunk_scan_fwd
+        from mamba_ssm.ops.triton.ssd_chunk_scan import _chunk_scan_fwd  # optional peer (fetch_mamba_ssm.sh)
 
         def run(cb, x, dt, dA, C, states, *D):
             return _chunk_scan_fwd(cb, x, dt, dA, C, states, D=D[0] if D else None)[0]
@@ -326,8 +308,6 @@ def _mamba_triton(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any
 
 
 def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    import torch
-
     if template.name == "gemm_rowsum":
         return _gemm_rowsum, {"impl": "torch.matmul + torch.sum(dim=1, dtype=torch.float32)"}
     return (lambda a, b: torch.matmul(a, b)), {}
@@ -335,7 +315,7 @@ def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> t
 
 def _flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **options: Any) -> tuple[Callable, dict]:
     """FlashInfer's paged decode (benchmarks/decode.py)."""
-    from .decode import flashinfer
+    from .decode import flashinfer  # import cycle: decode.py builds on suite.py, which imports this module
 
     return flashinfer(template, problem, vdev, **options)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+import torch
+
 from pt_tvm.measure import Queued, Timing, time_samplers
 
 __all__ = ["Graphed", "capture", "TwoWays", "time_two_ways", "QUEUED", "GRAPH"]
@@ -27,8 +29,6 @@ class Graphed:
     calls_per_sample: int
 
     def __call__(self, samples: int, offset: int = 0) -> list[float]:
-        import torch
-
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(samples)]
         for start, end in events:
@@ -42,8 +42,6 @@ class Graphed:
 def capture(fn: Callable[..., Any], sets: Sequence[tuple]) -> Graphed:
     """Capture ``fn`` once on each input set into one CUDA graph (after a warm-up on a side stream,
     as ``torch.cuda.graphs`` asks); raises what the capture raised."""
-    import torch
-
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -78,8 +76,6 @@ def time_two_ways(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], 
                   describe: Callable[[BaseException], str] = repr) -> dict[str, TwoWays]:
     """Queued and CUDA-graph timings of every callable, all interleaved in the same rounds (half of
     ``round_ms`` each way); a failed capture is described by ``describe`` and leaves the queued timing."""
-    import torch
-
     graphs: dict[str, Graphed] = {}
     errors: dict[str, str] = {}
     for name, fn in fns.items():

@@ -389,7 +389,8 @@ def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str],
             continue
         for role in (p.producer, p.consumer):
             first = next((a.stask for a in plan.appends if a.role == role and a.stask in loop
-                          and set(p.buffers) & (graph.stask(a.stask).read_buffers() | graph.stask(a.stask).write_buffers())),
+                          and set(p.buffers) & (graph.stask(a.stask).read_buffers()
+                                                | graph.stask(a.stask).write_buffers())),
                          None)
             if first is not None:
                 out[(role, first)] = out.get((role, first), 0.0) + 2 * _MBARRIER_CYCLES

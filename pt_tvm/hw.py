@@ -332,7 +332,8 @@ _KB = 1024
 # Architecture" (IPDPS 2024): global-memory latency ~ 480-600 cycles (TMA
 # adds its descriptor setup), wgmma m64nNk16 completion ~ 100-130 cycles.
 _HOPPER_SEUS = (
-    SEU("cp.async.bulk.tensor", SEUKind.TMA, True, throughput=128.0, latency=600.0, issue=20.0),  # model: L2-fed bytes/clk
+    # model: L2-fed bytes/clk
+    SEU("cp.async.bulk.tensor", SEUKind.TMA, True, throughput=128.0, latency=600.0, issue=20.0),
     SEU("st.shared/st.global", SEUKind.LSU, False, throughput=64.0, latency=30.0),  # 32 banks x 4 B per clk (smem)
     SEU("wgmma", SEUKind.TENSOR_CORE, True, throughput=4096.0, latency=120.0, issue=8.0),
     SEU("fp32", SEUKind.CUDA_CORE, False, throughput=256.0, latency=4.0),  # 128 FMA lanes = 256 FLOP/clk
@@ -427,7 +428,8 @@ MI300X = VDevice(
         seus=(
             SEU("buffer_load", SEUKind.LSU, False, throughput=64.0, latency=700.0, issue=40.0),  # model
             SEU("mfma", SEUKind.TENSOR_CORE, False, throughput=2048.0, latency=32.0),
-            SEU("valu", SEUKind.CUDA_CORE, False, throughput=256.0, latency=4.0),  # 4 SIMD x 16 lanes x FMA x dual-issue
+            # 4 SIMD x 16 lanes x FMA x dual-issue
+            SEU("valu", SEUKind.CUDA_CORE, False, throughput=256.0, latency=4.0),
             SEU("valu.trans", SEUKind.SFU, False, throughput=16.0, latency=20.0),
         ),
         smem_per_block=64 * _KB,

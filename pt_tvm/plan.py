@@ -328,7 +328,8 @@ class ExecutionPlan:
                  + ("" if self.tile_order.is_launch_order else f", tiles in {self.tile_order.describe()}")
                  + (", persistent" if self.persistent else "")]
         for r in self.roles:
-            lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})" + (f", {r.max_nreg} regs/thread" if r.max_nreg else ""))
+            lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})"
+                         + (f", {r.max_nreg} regs/thread" if r.max_nreg else ""))
             for placement in Placement:
                 prog = self.program(r.name, graph, placement)
                 if prog:
@@ -339,7 +340,8 @@ class ExecutionPlan:
         for gemm, waiter in self.in_flight().items():
             lines.append(f"  in flight: {gemm} until {waiter}")
         for p in self.pipelines:
-            lines.append(f"  pipeline {p.name}: {', '.join(p.buffers)} x{p.depth} ({p.producer} -> {p.consumer}, {p.scope})")
+            lines.append(f"  pipeline {p.name}: {', '.join(p.buffers)} x{p.depth} "
+                         f"({p.producer} -> {p.consumer}, {p.scope})")
         return "\n".join(lines)
 
 
@@ -353,4 +355,5 @@ def effective_distance(e: Edge, versions: Callable[[str], int]) -> int:
 def in_flight_clash(t: STask, gemm: STask) -> set[str]:
     """The buffers through which ``t`` would touch what in-flight ``gemm`` still uses: writing its operands or
     accumulator, or reading its accumulator."""
-    return (t.write_buffers() & (gemm.read_buffers() | gemm.write_buffers())) | (t.read_buffers() & gemm.write_buffers())
+    return ((t.write_buffers() & (gemm.read_buffers() | gemm.write_buffers()))
+            | (t.read_buffers() & gemm.write_buffers()))

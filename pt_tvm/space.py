@@ -162,7 +162,10 @@ def warp_specialized(graph: STaskGraph, vdev: VDevice, *, consumer_wgs: int, dep
             return None
         stage[t.id] = stages.pop() if stages and t.id not in load_ids and t.placement == Placement.LOOP else 0
     role_of = {t.id: PRODUCER if t.id in load_ids else CONSUMER for t in graph.stasks}
-    versions = (lambda b: piped[b].depth if b in piped else 1)
+
+    def versions(b: str) -> int:
+        return piped[b].depth if b in piped else 1
+
     consumers = [t for t in graph.loop_stasks if role_of[t.id] == CONSUMER]
     order = order_role(graph, consumers, stage, versions, priority)
     if order is None:

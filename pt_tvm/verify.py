@@ -69,11 +69,13 @@ def _check_coverage(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
         if n != 1:
             out.append(Violation("coverage", f"sTask {t.id} is appended {n} times (exactly once required)"))
         elif t.placement != Placement.LOOP and plan.append_of(t.id).stage != 0:
-            out.append(Violation("stage", f"sTask {t.id} is outside the loop but has stage {plan.append_of(t.id).stage}"))
+            out.append(Violation("stage", f"sTask {t.id} is outside the loop but has stage "
+                                          f"{plan.append_of(t.id).stage}"))
         elif plan.append_of(t.id).stage < 0:
             out.append(Violation("stage", f"sTask {t.id} has a negative stage"))
         elif not _seu_fits(t, plan.append_of(t.id).seu):
-            out.append(Violation("seu", f"sTask {t.id} ({t.op.value}) cannot run on a {plan.append_of(t.id).seu.value} sEU"))
+            out.append(Violation("seu", f"sTask {t.id} ({t.op.value}) cannot run on a "
+                                        f"{plan.append_of(t.id).seu.value} sEU"))
     for extra in counts:
         out.append(Violation("coverage", f"plan appends {extra!r}, which is not an sTask of graph {graph.name!r}"))
     return out
@@ -381,7 +383,8 @@ def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
         rthreads = (r.warps if plan.style != Style.WARP_SPECIALIZED
                     else math.ceil(r.warps / eu.warpgroup_warps) * eu.warpgroup_warps) * eu.warp_size
         total += rthreads * (budget if r.max_nreg else min(need, budget))
-        if r.max_nreg and not (eu.min_regs_per_thread <= r.max_nreg <= 256 and r.max_nreg % eu.reg_alloc_granularity == 0):
+        if r.max_nreg and not (eu.min_regs_per_thread <= r.max_nreg <= 256
+                               and r.max_nreg % eu.reg_alloc_granularity == 0):
             out.append(Violation("registers", f"role {r.name}: max_nreg {r.max_nreg} is not a multiple of "
                                  f"{eu.reg_alloc_granularity} in [{eu.min_regs_per_thread}, 256]"))
         if r in compute_roles and need > min(budget, eu.max_regs_per_thread):

@@ -18,7 +18,7 @@ from pt_tvm.compiler import schedule_template
 from pt_tvm.graph import Placement
 from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_interleaved
 from pt_tvm.passes import apply_plan, extract_stask_graph
-from pt_tvm.space import Priority, handoff_variants, overlapped, warp_specialized
+from pt_tvm.space import Priority, handoff_variants, overlapped, reordered, warp_specialized
 from pt_tvm.tune import warm
 from pt_tvm.verify import verify
 
@@ -29,13 +29,11 @@ CONFIGS = [dict(BASE), dict(BASE, causal=True), dict(BASE, batch=4, heads=32, kv
 
 def gemm_first_order(plan, graph):
     """The plan with the kernel's second loop gemm moved right behind its first (S = QK^T, then O += PV)."""
-    from pt_tvm.space import reordered as _reordered
-
     order = plan.program("consumer", graph, Placement.LOOP)
     gemms = sorted((a for a in order if a.seu.value == "tensor_core"), key=lambda a: graph.stask(a.stask).index)
     rest = [a for a in order if a is not gemms[-1]]
     k = rest.index(gemms[0]) + 1
-    return _reordered(plan, "consumer", graph, [*rest[:k], gemms[-1], *rest[k:]])
+    return reordered(plan, "consumer", graph, [*rest[:k], gemms[-1], *rest[k:]])
 
 
 def variants(problem, vdev):

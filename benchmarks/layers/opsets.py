@@ -38,8 +38,8 @@ def mamba_ssm() -> Ops:
     """mamba-ssm's ``mamba_chunk_scan_combined`` and its gated RMSNorm (Triton), as its
     ``Mamba2`` module's non-fused path calls them; raises ImportError where mamba_ssm is not importable
     (``benchmarks/fetch_mamba_ssm.sh`` lays it out in ``.peers/mamba`` for PYTHONPATH)."""
-    from mamba_ssm.ops.triton.layernorm_gated import rmsnorm_fn
-    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
+    from mamba_ssm.ops.triton.layernorm_gated import rmsnorm_fn  # optional peer (fetch_mamba_ssm.sh)
+    from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined  # optional peer (fetch_mamba_ssm.sh)
 
     def ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: Tensor, dt_bias: Tensor) -> Tensor:
         return mamba_chunk_scan_combined(x, dt, A, B, C, chunk, D=D, dt_bias=dt_bias, dt_softplus=True)
