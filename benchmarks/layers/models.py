@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pt_tvm.ops.ssd import prefix_sum
+
 __all__ = ["LlamaShape", "Mamba2Shape", "Ops", "EAGER", "LlamaLayer", "Mamba2Block", "LAYERS", "twin",
            "rms_norm", "gated_rms_norm", "rope", "sdpa_attention", "ssd_chunked", "accumulator"]
 
@@ -164,7 +166,7 @@ def ssd_chunked(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: i
     xc = x.reshape(b, c, L, h, p).permute(0, 1, 3, 2, 4)                    # [b, c, h, L, p]
     Bg, Cg = (t.reshape(b, c, L, g, n).permute(0, 1, 3, 2, 4)[:, :, :, None] for t in (B, C))  # [b, c, g, 1, L, n]
     dtc = dt.reshape(b, c, L, h).permute(0, 1, 3, 2)                         # [b, c, h, L]
-    cs = torch.cumsum(dtc * A.to(acc)[:, None], dim=-1)                   # the decay exponent within the chunk
+    cs = prefix_sum(dtc * A.to(acc)[:, None])  # the decay exponent within the chunk (see prefix_sum: Inductor)
     # 1. within each chunk: y_l = sum_{s <= l} (C_l . B_s) exp(cs_l - cs_s) dt_s x_s
     causal = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
     decay = torch.exp((cs[..., :, None] - cs[..., None, :]).masked_fill(~causal, -math.inf))
@@ -177,7 +179,7 @@ def ssd_chunked(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: i
     states = (xw.reshape(b, c, g, r, L, p).transpose(-1, -2) @ Bg).to(acc).reshape(b, c, h, p, n)
     # 3. the state entering chunk z: sum_{j < z} exp(T_{z-1} - T_j) states_j, T the running sum of chunk decays
     last = cs[..., -1].transpose(1, 2)                                     # [b, h, c]
-    total = torch.cumsum(last, dim=-1)
+    total = prefix_sum(last)
     before = torch.ones(c, c, dtype=torch.bool, device=x.device).tril(-1)
     passing = torch.exp(((total - last)[..., :, None] - total[..., None, :]).masked_fill(~before, -math.inf))
     prev = torch.einsum("bhzj,bjhpn->bzhpn", passing, states)

@@ -29,7 +29,7 @@ from . import checks
 from .checks import ArgumentError, ArgumentTypeError
 from .kernels import launch
 
-__all__ = ["chunk_state", "chunk_scan", "ssd_chunk_scan"]
+__all__ = ["chunk_state", "chunk_scan", "ssd_chunk_scan", "prefix_sum"]
 
 _X = ("batch", "seqlen", "heads", "headdim")
 _BC = ("batch", "seqlen", "groups", "dstate")
@@ -170,6 +170,18 @@ def _check_ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk_siz
     checks.same_device(op, {"x": x, "dt": dt, "A": A, "B": B, "C": C, **optional})
 
 
+def prefix_sum(x: Tensor) -> Tensor:
+    """``torch.cumsum(x, dim=-1)``; under ``torch.compile`` as log2(n) shifted adds, because Inductor's split
+    scan of torch 2.11 fails to generate code for these cumulative sums (InductorError, seen on an H100)."""
+    if not torch.compiler.is_compiling():
+        return torch.cumsum(x, dim=-1)
+    shift = 1
+    while shift < x.shape[-1]:
+        x = x + F.pad(x[..., :-shift], (shift, 0))
+        shift *= 2
+    return x
+
+
 def _chunk_cumsum(dt: Tensor, A: Tensor, chunk: int, dt_bias: Optional[Tensor], softplus: bool, dt_min: float,
                   dt_max: Optional[float]) -> tuple[Tensor, Tensor]:
     """``(dt, dA_cumsum)`` float32 ``[batch, heads, nchunks, chunk]`` from ``dt [batch, seqlen, heads]``."""
@@ -182,7 +194,7 @@ def _chunk_cumsum(dt: Tensor, A: Tensor, chunk: int, dt_bias: Optional[Tensor], 
     if nchunks * chunk != seqlen:  # positions past the end carry no dt (mamba masks them to 0)
         dt = F.pad(dt, (0, 0, 0, nchunks * chunk - seqlen))
     dt = dt.view(batch, nchunks, chunk, heads).permute(0, 3, 1, 2).contiguous()
-    return dt, torch.cumsum(dt * A.float()[None, :, None, None], dim=-1)
+    return dt, prefix_sum(dt * A.float()[None, :, None, None])
 
 
 def _segsum(x: Tensor) -> Tensor:
@@ -190,9 +202,7 @@ def _segsum(x: Tensor) -> Tensor:
     summed per entry, not as a difference of cumulative sums, so long sequences lose no precision."""
     n = x.shape[-1]
     after = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)  # [j, k]: k > j
-    # summed along the last (contiguous) dim, then transposed: Inductor's Triton scan over the second-last
-    # dim of an expanded tensor failed to compile in torch 2.11 (InductorError in get_block_shape)
-    sums = torch.cumsum(x[..., None, :].expand(*x.shape[:-1], n, n).masked_fill(~after, 0.0), dim=-1)
+    sums = prefix_sum(x[..., None, :].expand(*x.shape[:-1], n, n).masked_fill(~after, 0.0))
     return sums.transpose(-1, -2).masked_fill(~torch.ones(n, n, dtype=torch.bool, device=x.device).tril(),
                                               -math.inf)
 

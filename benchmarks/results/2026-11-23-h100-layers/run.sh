@@ -7,6 +7,9 @@
 #     2. the layers suite on a subset of its grid (batch 1 at seqlen 2048 and the ragged 2500, batch 4 at 2048),
 #        every system but max-autotune (its autotuning alone takes minutes per shape), fewest tokens first, each
 #        layer cut off at its share of the call (finished configs kept).
+#   bash benchmarks/results/2026-11-23-h100-layers/run.sh mamba2 COMMIT
+#     the Mamba2 configs at seqlen 2048 again (after torch.compile failed on Inductor's scan), then the ragged
+#     experiment on GEMM and chunk_scan, cut off at the call's end;
 #   bash benchmarks/results/2026-11-23-h100-layers/run.sh ragged COMMIT
 #     the ragged-shape experiment on GEMM, FlashAttention and chunk_scan, cut off at its limit.
 set -u
@@ -39,6 +42,14 @@ main)
     echo "$layer rc=$? (124: cut off, finished configs kept) at $((SECONDS - t0)) s"
     grep -E "^$layer " $OUT/layers-$layer.log | cut -c1-200
   done ;;
+mamba2)  # the Mamba2 configs again after the fix for Inductor's scan (prefix_sum), then the ragged experiment
+  timeout 150 python -m benchmarks run --suite layers --where "kernel=mamba2-1.3b,seqlen=2048,batch=1|4" \
+    --systems eager,torch-compile,mamba-ssm,pt-tvm,pt-tvm+compile --rep-ms 300 \
+    --out $OUT/layers-mamba2-1.3b.json > $OUT/layers-mamba2-1.3b.log 2>&1
+  echo "mamba2 rc=$? at $((SECONDS - t0)) s"
+  grep -E "^mamba2-1.3b " $OUT/layers-mamba2-1.3b.log | cut -c1-200
+  timeout $((225 - (SECONDS - t0))) python -m benchmarks.experiments.ragged $OUT gemm chunk_scan > $OUT/ragged.log 2>&1
+  echo "ragged rc=$? in $((SECONDS - t0)) s"; tail -12 $OUT/ragged.log | cut -c1-200 ;;
 ragged)
   timeout 110 python -m benchmarks.experiments.ragged $OUT gemm flash_attention chunk_scan > $OUT/ragged.log 2>&1
   echo "ragged rc=$? in $((SECONDS - t0)) s"; tail -20 $OUT/ragged.log | cut -c1-200 ;;
