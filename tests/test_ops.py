@@ -132,8 +132,33 @@ def test_compile_fullgraph_has_no_graph_break():
     with torch.no_grad():  # the ops are forward-only (no autograd formula): an inference graph
         torch.compile(layer, backend=aot_autograd(fw_compiler=record_aot), fullgraph=True)(*inputs)
     assert _pt_tvm_ops(aot_graphs[0]) == {"gemm", "attention", "chunk_state", "chunk_scan"}
+    assert "cumsum" not in aot_graphs[0].code  # see the next test
     explained = torch._dynamo.explain(layer)(*inputs)
     assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+
+
+def test_ssd_glue_reaches_inductor_without_a_scan(monkeypatch):
+    """The SSD glue's cumulative sums reach Inductor as shifted adds (torch 2.11's split scan failed to generate
+    code for them on an H100), also where ``torch.compiler.is_compiling()`` is False while AOTAutograd
+    decomposes ``pt_tvm::ssd_chunk_scan`` (as it was there)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: False)
+    torch._dynamo.reset()
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    b, s, h, p, n = 1, 600, 4, 64, 128
+    x, B = torch.empty(b, s, h, p, device="meta", dtype=F16), torch.empty(b, s, 1, n, device="meta", dtype=F16)
+    dt, A = torch.empty(b, s, h, device="meta"), torch.empty(h, device="meta")
+    with torch.no_grad():
+        torch.compile(lambda *a: ops.ssd_chunk_scan(*a, B, 256, dt_softplus=True), fullgraph=True,
+                      backend=aot_autograd(fw_compiler=record))(x, dt, A, B)
+    assert graphs and "chunk_state" in graphs[0].code and "cumsum" not in graphs[0].code
+    torch._dynamo.reset()
 
 
 def test_compile_fullgraph_would_catch_a_graph_break():

@@ -171,9 +171,10 @@ def _check_ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk_siz
 
 
 def prefix_sum(x: Tensor) -> Tensor:
-    """``torch.cumsum(x, dim=-1)``; under ``torch.compile`` as log2(n) shifted adds, because Inductor's split
+    """``torch.cumsum(x, dim=-1)``; when traced for ``torch.compile`` (by Dynamo, or by AOTAutograd decomposing
+    ``pt_tvm::ssd_chunk_scan``: then ``x`` is a tensor subclass) as log2(n) shifted adds, because Inductor's split
     scan of torch 2.11 fails to generate code for these cumulative sums (InductorError, seen on an H100)."""
-    if not torch.compiler.is_compiling():
+    if type(x) is torch.Tensor and not torch.compiler.is_compiling():
         return torch.cumsum(x, dim=-1)
     shift = 1
     while shift < x.shape[-1]:
