@@ -85,7 +85,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                                     "(default: the local GPU; h100 for a dry run without one)")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: resolve configs, run pt-tvm's search and tilelang.lower on the CPU; ms stays null")
-    p.add_argument("--workers", type=int, default=0, help="compile processes beside the timed one (default: the cores but one)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="compile processes beside the timed one (default: the cores but one)")
     p.add_argument("--shard", type=_shard, metavar="I/N",
                    help="only the I-th of N interleaved parts of the suite (0-based): run N shards on N GPUs "
                         "at once (CUDA_VISIBLE_DEVICES), then `merge` their JSONs")

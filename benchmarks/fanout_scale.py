@@ -53,7 +53,7 @@ def simulate(servers: int, jobs: int, sleep_s: float, log=sys.stderr) -> dict:
     from tilelang import tvm  # noqa: F401  (puts the bundled TVM on the path, for the next line)
     from tvm.rpc.tracker import Tracker  # needs tornado, an optional dependency
 
-    from pt_tvm.fanout import Fanout, Task, TrackerLink, serve  # loads tilelang: the servers import this module
+    from pt_tvm.fanout import Fanout, Task, TrackerLink, serve  # loads tilelang; the servers load this file light
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)

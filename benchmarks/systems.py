@@ -227,11 +227,11 @@ def _chunk_state(B: Any, x: Any, dt: Any, dA_cumsum: Any) -> Any:
     """Mamba2's chunk state in the input dtype (mamba_ssm's ``chunk_state_ref``), states out in float32."""
     b, L, h, p = x.shape
     g, n = B.shape[2], B.shape[3]
-    _, _, c, l = dt.shape
-    Bh = B.repeat_interleave(h // g, dim=2).reshape(b, c, l, h, n)
+    _, _, c, chunk = dt.shape
+    Bh = B.repeat_interleave(h // g, dim=2).reshape(b, c, chunk, h, n)
     decay = torch.exp(dA_cumsum[..., -1:] - dA_cumsum)
     states = torch.einsum("bclhn,bhcl,bhcl,bclhp->bchpn", Bh, decay.to(x.dtype), dt.to(x.dtype),
-                          x.reshape(b, c, l, h, p))
+                          x.reshape(b, c, chunk, h, p))
     return states.float()
 
 
@@ -239,13 +239,13 @@ def _chunk_scan(cb: Any, x: Any, dt: Any, dA_cumsum: Any, C: Any, prev_states: A
     """Mamba2's chunk scan in the input dtype (mamba_ssm's ``chunk_scan_ref`` with ``cb`` given)."""
     b, L, h, p = x.shape
     g, n = C.shape[2], C.shape[3]
-    _, _, c, l = dt.shape
+    _, _, c, chunk = dt.shape
     r = h // g
-    causal = torch.ones(l, l, dtype=torch.bool, device=x.device).tril()
+    causal = torch.ones(chunk, chunk, dtype=torch.bool, device=x.device).tril()
     decay = torch.exp(dA_cumsum[..., :, None] - dA_cumsum[..., None, :]).permute(0, 2, 1, 3, 4)   # b c h l s
     scores = (cb.repeat_interleave(r, dim=2) * decay).masked_fill(~causal, 0.0)
-    out = torch.einsum("bchls,bhcs,bcshp->bclhp", scores.to(x.dtype), dt.to(x.dtype), x.reshape(b, c, l, h, p))
-    Ch = C.repeat_interleave(r, dim=2).reshape(b, c, l, h, n)
+    out = torch.einsum("bchls,bhcs,bcshp->bclhp", scores.to(x.dtype), dt.to(x.dtype), x.reshape(b, c, chunk, h, p))
+    Ch = C.repeat_interleave(r, dim=2).reshape(b, c, chunk, h, n)
     out_prev = torch.einsum("bclhn,bchpn->bclhp", Ch, prev_states.to(C.dtype))
     out = out + out_prev * torch.exp(dA_cumsum).permute(0, 2, 3, 1)[..., None]
     out = out.reshape(b, L, h, p)
@@ -296,7 +296,10 @@ def _mamba_triton(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any
     if template.name == "chunk_state":
         from mamba_ssm.ops.triton.ssd_chunk_state import _chunk_state_fwd  # optional peer (fetch_mamba_ssm.sh)
 
-        return (lambda B, x, dt, dA: _chunk_state_fwd(B, x, dt, dA, states_in_fp32=True)), {"package": "mamba-ssm 2.3.2"}
+        def run(B, x, dt, dA):
+            return _chunk_state_fwd(B, x, dt, dA, states_in_fp32=True)
+
+        return run, {"package": "mamba-ssm 2.3.2"}
     if template.name == "chunk_scan":
         from mamba_ssm.ops.triton.ssd_chunk_scan import _chunk_scan_fwd  # optional peer (fetch_mamba_ssm.sh)
 

@@ -48,7 +48,7 @@ def plain_tir(a: TS.handle, b: TS.handle):
 def copy_only():
     @T.prim_func
     def copy_only(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             S = T.alloc_shared((128, 64), "float16")
             T.copy(A, S)
             T.copy(S, B)
@@ -59,7 +59,7 @@ def copy_only():
 def serial_loop():
     @T.prim_func
     def serial_loop(A: T.Tensor((128, 256), "float16"), B: T.Tensor((128, 64), "float16")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             S = T.alloc_shared((128, 64), "float16")
             for k in T.serial(4):
                 T.copy(A[0, k * 64], S)
@@ -71,7 +71,7 @@ def serial_loop():
 def two_pipelined_loops():
     @T.prim_func
     def two_loops(A: T.Tensor((128, 256), "float16"), B: T.Tensor((128, 64), "float16")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             S = T.alloc_shared((128, 64), "float16")
             for k in T.Pipelined(4, num_stages=2):
                 T.copy(A[0, k * 64], S)
@@ -101,7 +101,7 @@ def nested_tile_op():
 
     @T.prim_func
     def nested(A: T.Tensor((128, 512), "float16"), B: T.Tensor((128, 64), "float16")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128):
             S = T.alloc_shared((128, 64), "float16")
             for k in T.Pipelined(4, num_stages=2):
                 for j in T.serial(2):

@@ -388,7 +388,8 @@ def test_merge_rerun_replaces_every_row_of_its_configs(tmp_path, capsys):
     a, b, whole = _shard_runs(tmp_path)
     fa = [r for r in whole["rows"] if r["kernel"] == "flash_attention"]
     key = json.dumps(fa[0]["config"], sort_keys=True)
-    again = [{**r, "ms": r["ms"] * 2 if r["ms"] else r["ms"]} for r in fa if json.dumps(r["config"], sort_keys=True) == key]
+    again = [{**r, "ms": r["ms"] * 2 if r["ms"] else r["ms"]} for r in fa
+             if json.dumps(r["config"], sort_keys=True) == key]
     rerun = _write(tmp_path / "rerun.json", {"header": {**whole["header"], "git_commit": "later", "configs": 1},
                                               "rows": again})
     out = tmp_path / "merged.json"
@@ -596,9 +597,9 @@ def test_an_unwritten_output_element_is_caught_by_the_nan_prefill():
 
 
 def test_nan_prefill_fills_nothing_off_cuda():
-    from pt_tvm.measure import nan_prefill
-
     import torch
+
+    from pt_tvm.measure import nan_prefill
 
     assert nan_prefill("cpu").ranges == () and not nan_prefill("cpu").covers(torch.zeros(4))
 

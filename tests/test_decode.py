@@ -8,9 +8,6 @@ import subprocess
 
 import pytest
 import torch
-from pt_tvm.passes import ExtractionError, extract_stask_graph
-from pt_tvm.templates import TemplateError, get
-from pt_tvm.templates.decode_attention import build_combine, combine_seconds, kv_bytes, pool_pages
 
 from pt_tvm import hw
 from pt_tvm.compiler import lower, lower_planned, schedule, schedule_template
@@ -18,7 +15,10 @@ from pt_tvm.cost import streaming_eus
 from pt_tvm.decode import DecodeInputError, bucket, check_inputs, decode_problem
 from pt_tvm.graph import OpKind, Placement
 from pt_tvm.hw import SEUKind
+from pt_tvm.passes import ExtractionError, extract_stask_graph
 from pt_tvm.plan import Style
+from pt_tvm.templates import TemplateError, get
+from pt_tvm.templates.decode_attention import build_combine, combine_seconds, kv_bytes, pool_pages
 
 T = get("decode_attention")
 H100 = hw.get("h100")

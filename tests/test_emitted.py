@@ -22,7 +22,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) k_kernel(const float* __res
     tl::cp_async_commit();
   }
 }
-"""
+"""  # noqa: E501  (a kernel signature as TileLang emits it, on one line)
 
 
 def test_a_reader_ahead_of_its_load_needs_the_last_group():
@@ -32,7 +32,8 @@ def test_a_reader_ahead_of_its_load_needs_the_last_group():
     assert len(found) == 1 and found[0].startswith("a_shared (loaded in cp.async group 1 of 2")
     assert "needs cp_async_wait<0>" in found[0]
     assert cp_async_hazards(_KERNEL.replace("WAIT", "0"), one_stage) == []
-    assert cp_async_hazards(_KERNEL.replace("WAIT", "1"), {"a_shared": 2, "b_shared": 2}) == []  # a whole iteration between
+    # a whole iteration between
+    assert cp_async_hazards(_KERNEL.replace("WAIT", "1"), {"a_shared": 2, "b_shared": 2}) == []
     assert len(cp_async_hazards(_KERNEL.replace("WAIT", "3"), {"a_shared": 2, "b_shared": 2})) == 1
     assert len(cp_async_hazards(_KERNEL.replace("WAIT", "4"), {"a_shared": 2, "b_shared": 2})) == 2
 

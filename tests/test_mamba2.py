@@ -74,9 +74,9 @@ def _naive_chunk_state(B, x, dt, dA_cumsum) -> torch.Tensor:
             for h in range(heads):
                 g = h // (heads // groups)
                 last = float(dA_cumsum[b, h, c, chunk - 1])
-                for l in range(chunk):
-                    t = c * chunk + l
-                    w = float(dt[b, h, c, l]) * math.exp(last - float(dA_cumsum[b, h, c, l]))
+                for pos in range(chunk):
+                    t = c * chunk + pos
+                    w = float(dt[b, h, c, pos]) * math.exp(last - float(dA_cumsum[b, h, c, pos]))
                     out[b, c, h] += w * torch.outer(x[b, t, h].double(), B[b, t, g].double())
     return out
 
@@ -92,14 +92,14 @@ def _naive_chunk_scan(B, C, x, dt, dA_cumsum, prev_states, D=None) -> torch.Tens
         for c in range(nchunks):
             for h in range(heads):
                 g = h // (heads // groups)
-                for l in range(chunk):
-                    t = c * chunk + l
+                for pos in range(chunk):
+                    t = c * chunk + pos
                     Ct = C[b, t, g].double()
-                    acc = math.exp(float(dA_cumsum[b, h, c, l])) * (prev_states[b, c, h].double() @ Ct)
-                    for s in range(l + 1):
+                    acc = math.exp(float(dA_cumsum[b, h, c, pos])) * (prev_states[b, c, h].double() @ Ct)
+                    for s in range(pos + 1):
                         u = c * chunk + s
                         w = float(Ct @ B[b, u, g].double()) * math.exp(
-                            float(dA_cumsum[b, h, c, l]) - float(dA_cumsum[b, h, c, s])) * float(dt[b, h, c, s])
+                            float(dA_cumsum[b, h, c, pos]) - float(dA_cumsum[b, h, c, s])) * float(dt[b, h, c, s])
                         acc = acc + w * x[b, u, h].double()
                     if D is not None:
                         acc = acc + float(D[h]) * x[b, t, h].double()
@@ -115,9 +115,9 @@ def _naive_cb(C, B, chunk: int) -> torch.Tensor:
     for b in range(batch):
         for c in range(nchunks):
             for g in range(groups):
-                for l in range(chunk):
+                for pos in range(chunk):
                     for s in range(chunk):
-                        cb[b, c, g, l, s] = C[b, c * chunk + l, g].double() @ B[b, c * chunk + s, g].double()
+                        cb[b, c, g, pos, s] = C[b, c * chunk + pos, g].double() @ B[b, c * chunk + s, g].double()
     return cb
 
 

@@ -62,7 +62,10 @@ def main(out_dir):
     print(f"compiled {len(jobs)} kernels in {time.time() - t0:.0f} s", flush=True)
     rows = []
     for i, prob in enumerate(CONFIGS):
-        make = lambda seed: tmpl.make_inputs(prob, "cuda", torch.Generator("cuda").manual_seed(seed))
+
+        def make(seed):
+            return tmpl.make_inputs(prob, "cuda", torch.Generator("cuda").manual_seed(seed))
+
         sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), 50 << 20, max_sets=4)
         ref = tmpl.reference(*sets[0], **prob)
         fns, info = {}, {}
@@ -88,7 +91,8 @@ def main(out_dir):
         for name, t in times.items():
             info[name].update(ms=t.ms, tflops=flops / t.ms / 1e9)
         rows.append({"problem": prob, "systems": info})
-        line = "  ".join(f"{n} {v.get('tflops', 0):.0f}" + ("" if "error" not in v else " ERR") for n, v in info.items())
+        line = "  ".join(f"{n} {v.get('tflops', 0):.0f}" + ("" if "error" not in v else " ERR")
+                         for n, v in info.items())
         print(f"[{i}] {prob['dtype']} D{prob['dim']} S{prob['seq_len']} causal={prob['causal']}: {line}", flush=True)
     head = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M"),
             "command": "python -m benchmarks.experiments.handoff $OUT"}
