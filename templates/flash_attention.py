@@ -51,7 +51,8 @@ class _Rows:
     """Where a block works: query block ``qb`` of head ``h`` of sequence ``b``, whose queries and keys start at
     rows ``q0``/``k0`` of their tensors' sequence dim and number ``sq``/``sk`` (ints for ``[batch, seqlen, ...]``
     tensors, expressions of ``cu_seqlens`` for packed ones). The tile program writes these expressions inline:
-    a PrimExpr macro argument would become a let, which plan rewriting does not keep."""
+    a PrimExpr macro argument would become a let (a ``Bind``), which a warp-specialized plan cannot place in a
+    role (``WSSchedule`` wants it inside a ``T.ws_op``)."""
 
     b: Any
     h: Any
