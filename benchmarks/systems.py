@@ -136,11 +136,15 @@ AUTOTUNE_NUM_STAGES = (1, 2, 3)  # pipeline depths TileLang's autotuner tries be
 def autotune_configs(template: Any, problem: Mapping[str, Any],
                      stages: Sequence[int] = AUTOTUNE_NUM_STAGES) -> list[dict]:
     """TileLang autotuner configs: every tile of the template's tile space that the template accepts for
-    ``problem``, at every pipeline depth of ``stages``."""
+    ``problem`` and that is no larger than it (``block_M`` at most ``M``, ...: the templates take any size, but
+    a tile past the whole problem only adds work), at every pipeline depth of ``stages``."""
     keys = list(template.tile_space)
     out = []
     for values in itertools.product(*template.tile_space.values()):
         tile = dict(zip(keys, values))
+        if any(k.startswith("block_") and isinstance(problem.get(k[6:]), int) and v > problem[k[6:]]
+               for k, v in tile.items()):
+            continue
         try:
             template.check(dict(problem), tile)
         except TemplateError:

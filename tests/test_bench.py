@@ -638,7 +638,10 @@ def test_tilelang_peers_take_tilelang_s_own_knobs():
     problem = dict(gemm.problem, dtype="float16")  # a whole problem, as the suite resolves it
     assert len(autotune_configs(gemm, {**problem, "M": 4096, "N": 4096, "K": 4096})) == 36 * len(AUTOTUNE_NUM_STAGES)
     small = autotune_configs(gemm, {**problem, "M": 192, "N": 192, "K": 192}, stages=(2,))
-    assert {(c["block_M"], c["block_N"]) for c in small} == {(64, 64)} and len(small) == 4
+    assert {(c["block_M"], c["block_N"], c["block_K"]) for c in small} == {
+        (m, n, k) for m in (64, 128) for n in (64, 128) for k in (32, 64)} and len(small) == 16
+    tiny = autotune_configs(gemm, {**problem, "M": 64, "N": 64, "K": 64}, stages=(2,))
+    assert {(c["block_M"], c["block_N"]) for c in tiny} == {(64, 64)} and len(tiny) == 4
     ws = role_based_ws_configs(get("flash_attention"))
     assert ws == {"tl.enable_fast_math": True, PassConfigKey.TL_ENABLE_AUTO_WARP_SPECIALIZATION.value: "role_based"}
     assert grid_blocks(gemm.build()) == (4096 // 128) ** 2
