@@ -13,13 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import tilelang
+from tilelang.transform import PassConfigKey
 
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
+
+
+# exp2 -> ex2.approx and friends, as TileLang's own attention and Mamba examples compile
+FAST_MATH = {PassConfigKey.TL_ENABLE_FAST_MATH.value: True}
 
 
 class TemplateError(PtTvmError, ValueError):

@@ -35,7 +35,7 @@ import tilelang
 import tilelang.language as T
 import torch
 
-from .base import Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError
 from .online_softmax import ACCUM, LOG2E, guard_empty_rows, rescale_and_exponentiate, update_max
 
 __all__ = ["DECODE_ATTENTION", "DecodeTemplate", "build_decode_attention", "build_combine", "query_rows", "block_rows",
@@ -474,6 +474,6 @@ DECODE_ATTENTION = DecodeTemplate(
     out_idx=(-1,),
     check=_check,
     doc="Decoding attention over a KV cache (contiguous or paged, ragged lengths, GQA packed), split over the keys.",
-    pass_configs={"tl.enable_fast_math": True},
+    pass_configs=FAST_MATH,
     extra_seconds=combine_seconds,
 )

@@ -29,7 +29,7 @@ import torch
 
 from pt_tvm.passes import HINTS_ATTR
 
-from .base import Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError
 from .online_softmax import (
     ACCUM,
     LOG2E,
@@ -418,7 +418,7 @@ FLASH_ATTENTION = Template(
     check=_check,
     doc="Attention forward, BSHD: O = softmax(Q K^T * scale) V, any lengths (seq_len_q/seq_len_k: a KV cache; "
         "0: seq_len), causal aligned bottom-right, GQA/MQA, softmax_scale 0: 1/sqrt(D).",
-    pass_configs={"tl.enable_fast_math": True},  # exp2 -> ex2.approx, as TileLang's own FA examples compile
+    pass_configs=FAST_MATH,
 )
 
 FLASH_ATTENTION_VARLEN = Template(
@@ -434,5 +434,5 @@ FLASH_ATTENTION_VARLEN = Template(
     check=_check_varlen,
     doc="Attention forward over packed [total, heads, D] sequences with int32 cu_seqlens_q/k (flash_attn_varlen_func; "
         "call kernel(q, k, v, cu_seqlens_q, cu_seqlens_k) -> o); flops as if every sequence were max_seqlen long.",
-    pass_configs={"tl.enable_fast_math": True},
+    pass_configs=FAST_MATH,
 )

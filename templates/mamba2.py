@@ -65,7 +65,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError
 
 __all__ = ["CHUNK_STATE", "CHUNK_SCAN", "n_chunks"]
 
@@ -470,7 +470,7 @@ CHUNK_STATE = Template(
     check=_check_state,
     doc="Mamba2 SSD chunk state: states[b,c,h] = (x*dt*decay)^T B per chunk, fp32 out "
         "(= mamba_ssm _chunk_state_fwd(B, x, dt, dA_cumsum, states_in_fp32=True)).",
-    pass_configs={"tl.enable_fast_math": True},
+    pass_configs=FAST_MATH,
 )
 
 CHUNK_SCAN = Template(
@@ -486,5 +486,5 @@ CHUNK_SCAN = Template(
     check=_check_scan,
     doc="Mamba2 SSD chunk scan: y = causal(cb*decay*dt) @ x + exp(dA_cs) C prev_states (+ D x), "
         "cb = C B^T given in fp32 (= mamba_ssm _chunk_scan_fwd(cb, x, dt, dA_cumsum, C, states, D)).",
-    pass_configs={"tl.enable_fast_math": True},
+    pass_configs=FAST_MATH,
 )
