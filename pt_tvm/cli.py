@@ -33,6 +33,9 @@ examples:
   pt-tvm graph flash_attention --target h100 --param dim=64 --param causal=true --out fa
   pt-tvm graph gemm --target a100 --param M=2048 --param dtype=bfloat16
 
+exit status: 0 ok; 2 a usage or input error (unknown template, target or parameter, a bad chip file, an
+unwritable output path, no valid plan), reported in one line on stderr.
+
 benchmarks, calibration and the CI regression check live in a source checkout: python -m benchmarks --help
 """
 

@@ -36,6 +36,13 @@ def assert_user_error(rc: int, out: str, err: str, *needles: str) -> None:
 
 
 # ------------------------------------------------------------------ templates
+def test_help_documents_the_exit_status(capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--help"])
+    assert done.value.code == 0
+    assert "exit status: 0 ok; 2 a usage or input error" in capsys.readouterr().out
+
+
 def test_templates(capsys) -> None:
     rc, out, err = run(["templates"], capsys)
     assert rc == 0 and err == ""
