@@ -1,4 +1,11 @@
 """pt-tvm's TIR passes: sTask-graph extraction and plan emission, usable in a tvm.transform.Sequential."""
+from .apply import (
+    ApplyPipelineSchedule,
+    ScheduleMismatch,
+    apply_plan,
+    check_emitted,
+    pass_configs,
+)
 from .extract import (
     GRAPH_ATTR,
     HINTS_ATTR,
@@ -9,18 +16,8 @@ from .extract import (
     graph_of,
 )
 from .ir import ExtractionError
-
-__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "GRAPH_ATTR", "ExtractionError",
-           "HINTS_ATTR", "SYMBOLIC_HINT"]
-from .apply import (
-    ApplyPipelineSchedule,
-    ScheduleMismatch,
-    apply_plan,
-    check_emitted,
-    pass_configs,
-)
-
-__all__ += ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
 from .pipethreader import PipeThreader
 
-__all__ += ["PipeThreader"]
+__all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "GRAPH_ATTR", "ExtractionError",
+           "HINTS_ATTR", "SYMBOLIC_HINT", "ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted",
+           "ScheduleMismatch", "PipeThreader"]

@@ -327,12 +327,14 @@ class STaskGraph:
         """Graphviz DOT: one cluster per placement, nodes coloured by sEU kind, carried edges dashed."""
         colors = {SEUKind.TMA: "#8dd3c7", SEUKind.LSU: "#ffffb3", SEUKind.TENSOR_CORE: "#fb8072",
                   SEUKind.CUDA_CORE: "#80b1d3", SEUKind.SFU: "#bebada"}
-        lines = [f'digraph "{self.name}" {{', "  rankdir=TB;", '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
+        lines = [f'digraph "{self.name}" {{', "  rankdir=TB;",
+                 '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
         for placement in Placement:
             tasks = self.placed(placement)
             if not tasks:
                 continue
-            title = f"loop {self.loop.var} (x{self.loop.trip_count:g})" if placement == Placement.LOOP else placement.value
+            title = (f"loop {self.loop.var} (x{self.loop.trip_count:g})" if placement == Placement.LOOP
+                     else placement.value)
             lines.append(f'  subgraph "cluster_{placement.value}" {{ label="{title}";')
             for t in tasks:
                 lines.append(f'    "{t.id}" [label="{t.id}\\n{_dot_escape(t.label)}\\n{t.seu.value} {_work(t)}", '
@@ -348,7 +350,8 @@ class STaskGraph:
     def summary(self) -> str:
         """A text table of sTasks and edges (what ``pt-tvm graph`` prints)."""
         out = [f"sTask-graph {self.name} for {self.target}: {len(self.stasks)} sTasks, {len(self.edges)} edges; "
-               f"pipelined loop {self.loop.var} x{self.loop.trip_count:g}, grid {dict(self.grid)}, {self.threads} threads"
+               f"pipelined loop {self.loop.var} x{self.loop.trip_count:g}, grid {dict(self.grid)}, "
+               f"{self.threads} threads"
                + (f"; symbolic sizes priced at {symbols_text(self.symbols)}" if self.symbols else "")]
         out.append(f"  {'id':<14}{'where':<10}{'sEU':<13}{'tile':<16}{'FLOPs':>12}{'SFU':>9}{'bytes':>10}  op")
         for t in self.stasks:
