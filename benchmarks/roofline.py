@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from pt_tvm import hw, templates
+from pt_tvm.graph import dtype_bytes
 from pt_tvm.hw import SEUKind, VDevice
 
 from .runfile import load_run
 
 __all__ = ["Roofline", "compulsory_bytes", "peaks", "chip_of_device", "rooflines", "markdown"]
-
-_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8, "int8": 1,
-                "uint8": 1, "bool": 1}
-
 
 @dataclass(frozen=True)
 class Roofline:
@@ -47,7 +44,7 @@ def _bytes(kernel: str, items: tuple) -> float:
     total = 0
     for param in func.params:
         buf = func.buffer_map[param]
-        total += math.prod(int(d) for d in buf.shape) * _DTYPE_BYTES[str(buf.dtype)]
+        total += math.prod(int(d) for d in buf.shape) * dtype_bytes(str(buf.dtype))
     return float(total)
 
 

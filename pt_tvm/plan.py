@@ -44,9 +44,9 @@ __all__ = [
 class PlanError(PtTvmError, ValueError):
     """A plan that must not reach TileLang; ``violations`` lists every reason."""
 
-    def __init__(self, violations: Sequence["Violation"]):
+    def __init__(self, violations: Sequence["Violation"], message: str | None = None):
         self.violations = tuple(violations)
-        super().__init__("plan rejected:\n" + "\n".join(f"  - {v}" for v in self.violations))
+        super().__init__(message or "plan rejected:\n" + "\n".join(f"  - {v}" for v in self.violations))
 
 
 @dataclass(frozen=True)

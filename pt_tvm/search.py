@@ -45,10 +45,9 @@ class NoValidPlan(PlanError):
     """Every candidate broke a rule; ``violations`` holds the rules, most broken first, in one line."""
 
     def __init__(self, violations: Sequence[Violation], considered: int = 0):
-        super().__init__(violations)
-        reasons = "; ".join(f"{v.rule}: {v.message}" for v in self.violations)
-        self.args = (f"no valid plan among {considered} candidates ({reasons})" if considered else
-                     f"no valid plan: {reasons}",)
+        reasons = "; ".join(f"{v.rule}: {v.message}" for v in violations)
+        super().__init__(violations, f"no valid plan among {considered} candidates ({reasons})" if considered
+                         else f"no valid plan: {reasons}")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,11 @@
 """Helpers shared by the test files."""
 import functools
+import json
+import math
+import os
+
+import torch
+import torch.nn.functional as F
 
 from pt_tvm.templates import get
 
@@ -46,3 +52,37 @@ def chunk_scan_plan(loop: tuple, num_stages: int = 2):
     plan = ExecutionPlan("chunk_scan", "h200", Style.SOFTWARE_PIPELINE, (Role("block", 0, 4),), steps, pipes,
                          num_stages, tile=tile)
     return plan, graph
+
+
+def tunedb_lines(db) -> list[dict]:
+    """Every line of a tuning database's files, parsed, as they lie on disk."""
+    out = []
+    for name in sorted(os.listdir(db.directory)):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(db.directory, name)) as f:
+                out += [json.loads(line) for line in f]
+    return out
+
+
+def ssd_recurrence(x, dt, A, B, C, D=None, z=None, dt_bias=None, initial_states=None, dt_softplus=False,
+                   dt_limit=(0.0, math.inf)):
+    """Float32 ``h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T``, ``y_t = h_t C_t + D x_t``, gated by silu(z):
+    the SSM one position at a time, independent of the chunked algorithm; ``(y, the last state)``."""
+    b, s, h, p = x.shape
+    r = h // B.shape[2]
+    dt = dt.float() + (dt_bias.float() if dt_bias is not None else 0.0)
+    dt = (F.softplus(dt) if dt_softplus else dt).clamp(*dt_limit)
+    Bh, Ch = B.float().repeat_interleave(r, 2), C.float().repeat_interleave(r, 2)
+    state = (initial_states.float() if initial_states is not None
+             else x.new_zeros(b, h, p, B.shape[3], dtype=torch.float32))
+    ys = []
+    for t in range(s):
+        state = (state * torch.exp(dt[:, t] * A.float())[..., None, None]
+                 + (dt[:, t, :, None] * x[:, t].float())[..., None] * Bh[:, t, :, None, :])
+        ys.append(torch.einsum("bhpn,bhn->bhp", state, Ch[:, t]))
+    y = torch.stack(ys, 1)
+    if D is not None:
+        y = y + (D.float()[:, None] if D.dim() == 1 else D.float()) * x.float()
+    if z is not None:
+        y = y * F.silu(z.float())
+    return y, state

@@ -22,6 +22,7 @@ import tilelang.testing
 pytest.importorskip("tornado", reason="the RPC tracker needs tornado (pip install 'pt-tvm[cluster]')")
 
 from _fake_workers import Cluster, fake_ms  # noqa: E402
+from _util import tunedb_lines  # noqa: E402
 from tvm.rpc.base import TrackerCode  # noqa: E402
 
 import pt_tvm.cluster as cluster_module  # noqa: E402
@@ -48,15 +49,6 @@ def cluster():
 
 def _fanout(cluster, key="fake", **kw) -> Fanout:
     return Fanout(cluster.addr, key, MEASURE, **{"timeout_s": 10.0, "wait_for_workers_s": 30.0, **kw})
-
-
-def _lines(db: TuningDatabase) -> list[dict]:
-    out = []
-    for name in sorted(os.listdir(db.directory)):
-        if name.endswith(".jsonl"):
-            with open(os.path.join(db.directory, name)) as f:
-                out += [json.loads(line) for line in f]
-    return out
 
 
 # ---------------------------------------------------------------- the fan-out
@@ -187,7 +179,7 @@ def test_a_job_another_client_holds_waits_for_its_record(cluster, tmp_path):
     outcomes = {o.task.id[0]: o for o in _fanout(cluster, ledger=ledger).run(tasks)}
     assert outcomes["a"].settled and outcomes["a"].attempts == 0
     assert not outcomes["b"].settled and outcomes["b"].result["ms"] == 3.0
-    lines = _lines(mine)
+    lines = tunedb_lines(mine)
     assert sorted((line["job"][0], line["ms"]) for line in lines) == [("a", 5.0), ("b", 3.0)]
 
 
@@ -205,7 +197,7 @@ def test_tune_records_every_plan_and_resumes(cluster, tmp_path):
         assert all(x.status is Status.OK and x.key == r.planned.key for x in r.records)
         assert r.best.ms == min(fake_ms(p) for p in r.planned.plans)
         assert db.best_plan(r.planned.key).to_dict() == r.best.plan
-    lines = _lines(db)
+    lines = tunedb_lines(db)
     assert len(lines) == 6 == len({line["job"] for line in lines})
 
     # an interrupted run: a database holding two of the six; the rerun measures only the other four
@@ -214,8 +206,8 @@ def test_tune_records_every_plan_and_resumes(cluster, tmp_path):
         partial.append(db.job(line["job"]))
     again = _tune(cluster, partial)
     assert [r.best.ms for r in again] == [r.best.ms for r in results]
-    assert sorted(line["job"] for line in _lines(partial)) == sorted(line["job"] for line in lines)
-    assert len(_tune(cluster, db)) == 2 and len(_lines(db)) == 6  # all settled: nothing measured again
+    assert sorted(line["job"] for line in tunedb_lines(partial)) == sorted(line["job"] for line in lines)
+    assert len(_tune(cluster, db)) == 2 and len(tunedb_lines(db)) == 6  # all settled: nothing measured again
 
 
 def test_tune_precompiles_into_tilelang_cache(cluster, tmp_path, monkeypatch):
@@ -245,7 +237,7 @@ def test_two_clients_on_one_database_measure_each_plan_once(cluster, tmp_path):
     for t in threads:
         t.join(120)
     assert not errors
-    lines = _lines(TuningDatabase(str(tmp_path)))
+    lines = tunedb_lines(TuningDatabase(str(tmp_path)))
     jobs = [line["job"] for line in lines]
     assert len(jobs) == len(set(jobs)) == 9  # 3 shapes x 3 plans
     assert all(line["status"] == "ok" for line in lines)
@@ -261,7 +253,7 @@ def test_tune_survives_a_worker_that_dies(cluster, tmp_path):
     records = results[0].records
     assert len(records) == 3 and all(r.status is Status.OK for r in records)
     assert sorted(r.attempts for r in records) == [1, 1, 2]
-    assert len(_lines(db)) == 3
+    assert len(tunedb_lines(db)) == 3
 
 
 # ---------------------------------------------------------------- benchmarks over the tracker

@@ -37,6 +37,9 @@ def _numeric_paths(spec: dict) -> list[tuple]:
     return paths
 
 
+_DELETE = object()  # a mutation that removes the field
+
+
 def _set(spec: dict, path: tuple, value) -> None:
     node = spec
     for key in path[:-1]:
@@ -45,9 +48,6 @@ def _set(spec: dict, path: tuple, value) -> None:
         del node[path[-1]]
     else:
         node[path[-1]] = value
-
-
-_DELETE = object()
 
 
 def _chip_mutations(rng: random.Random, n: int) -> list[tuple[str, dict]]:

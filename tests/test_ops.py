@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from _util import ssd_recurrence
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import pt_tvm.ops as ops
@@ -408,29 +409,6 @@ def test_the_template_refuses_a_shape_before_any_search(dispatch):
 
 
 # ---------------------------------------------------------------- the SSD forward against a recurrence
-def ssd_recurrence(x, dt, A, B, C, D=None, z=None, dt_bias=None, initial_states=None, dt_softplus=False,
-                   dt_limit=(0.0, math.inf)):
-    """Float32 ``h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T``, ``y_t = h_t C_t + D x_t``, gated by silu(z):
-    the SSM one position at a time, independent of the chunked algorithm."""
-    b, s, h, p = x.shape
-    r = h // B.shape[2]
-    dt = dt.float() + (dt_bias.float() if dt_bias is not None else 0.0)
-    dt = (F.softplus(dt) if dt_softplus else dt).clamp(*dt_limit)
-    Bh, Ch = B.float().repeat_interleave(r, 2), C.float().repeat_interleave(r, 2)
-    state = initial_states.float() if initial_states is not None else x.new_zeros(b, h, p, B.shape[3], dtype=F32)
-    ys = []
-    for t in range(s):
-        state = (state * torch.exp(dt[:, t] * A.float())[..., None, None]
-                 + (dt[:, t, :, None] * x[:, t].float())[..., None] * Bh[:, t, :, None, :])
-        ys.append(torch.einsum("bhpn,bhn->bhp", state, Ch[:, t]))
-    y = torch.stack(ys, 1)
-    if D is not None:
-        y = y + (D.float()[:, None] if D.dim() == 1 else D.float()) * x.float()
-    if z is not None:
-        y = y * F.silu(z.float())
-    return y, state
-
-
 def _ssd_inputs(b=2, s=256, h=4, p=64, g=2, n=128, dtype=F16):
     x, B, C = randn(b, s, h, p, dtype=dtype), randn(b, s, g, n, dtype=dtype, seed=1), randn(b, s, g, n, dtype=dtype,
                                                                                              seed=2)

@@ -11,6 +11,7 @@ import time
 import pytest
 import torch
 import torch.nn.functional as F
+from _util import ssd_recurrence
 
 import pt_tvm.ops as ops
 from pt_tvm import compiler, templates
@@ -136,27 +137,6 @@ def test_chunk_scan(gen, has_d):
     problem, _ = template.resolve(**SSD, dtype="float16", has_d=has_d)
     inputs = template.make_inputs(problem, "cuda", gen)
     close(ops.chunk_scan(*inputs), template.reference(*inputs, **problem), F16, "chunk_scan")
-
-
-def ssd_recurrence(x, dt, A, B, C, D=None, z=None, dt_bias=None, initial_states=None, dt_softplus=False):
-    """Float32 ``h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T``, ``y_t = h_t C_t + D x_t``, gated by silu(z):
-    the SSM one position at a time, independent of the chunked algorithm."""
-    batch, seqlen, heads, headdim = x.shape
-    r = heads // B.shape[2]
-    dt = dt.float() + (dt_bias.float() if dt_bias is not None else 0.0)
-    dt = F.softplus(dt) if dt_softplus else dt
-    Bh, Ch = B.float().repeat_interleave(r, 2), C.float().repeat_interleave(r, 2)
-    state = initial_states.float() if initial_states is not None else x.new_zeros(batch, heads, headdim,
-                                                                                  B.shape[3], dtype=F32)
-    ys = []
-    for t in range(seqlen):
-        state = (state * torch.exp(dt[:, t] * A.float())[..., None, None]
-                 + (dt[:, t, :, None] * x[:, t].float())[..., None] * Bh[:, t, :, None, :])
-        ys.append(torch.einsum("bhpn,bhn->bhp", state, Ch[:, t]))
-    y = torch.stack(ys, 1)
-    if D is not None:
-        y = y + (D.float()[:, None] if D.dim() == 1 else D.float()) * x.float()
-    return (y * F.silu(z.float()) if z is not None else y), state
 
 
 @pytest.mark.parametrize("seqlen, dtype, extras", [

@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 import tilelang.testing
+from _util import tunedb_lines
 
 from pt_tvm import extract, hw, templates
 from pt_tvm.search import search
@@ -29,15 +30,6 @@ def gemm():
 def _record(key: str, plan: dict, ms: float | None, status: Status = Status.OK, **kw) -> Record:
     plan = {**plan, "note": kw.pop("variant", 0)}  # a distinct job per variant
     return Record(key, job_id(key, plan), "gemm", {"M": 512}, "h100", plan, status, ms=ms, **kw)
-
-
-def _lines(db: TuningDatabase) -> list[dict]:
-    out = []
-    for name in sorted(os.listdir(db.directory)):
-        if name.endswith(".jsonl"):
-            with open(os.path.join(db.directory, name)) as f:
-                out += [json.loads(line) for line in f]
-    return out
 
 
 # ---------------------------------------------------------------- keys
@@ -157,7 +149,7 @@ def test_concurrent_writers_lose_nothing(gemm, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         records = db.records()
-    assert len(records) == len({r.job for r in records}) == 150 == len(_lines(db))
+    assert len(records) == len({r.job for r in records}) == 150 == len(tunedb_lines(db))
 
 
 def test_tunedb_command_merges_and_summarizes(gemm, tmp_path, capsys):
