@@ -1,0 +1,30 @@
+#!/bin/bash
+# Issue 12's re-run: the routine suites (gemm-core, mamba, attention-core) on ONE H100 (nvidia-h100-x1) at one
+# commit, with the harness of issue 12 (outputs NaN-prefilled and every output checked, CUDA-graph and queued
+# timing, TileLang's autotuner and role-based warp specialization as peers). Device calls back to back on one
+# warm machine (64 MiB carried per call, 600 s per call):
+#   gm COMMIT          carry .gpu-bundle .peers/mamba   gemm-core, then mamba
+#   peers COMMIT       carry .gpu-peers/a               first half of flash-attn-4
+#   attention COMMIT   carry .gpu-peers/b               attention-core
+# The full grids (gemm 32 configs, attention 96) do not fit one session's 30 device minutes with TileLang's
+# autotuner beside the other systems (3,456 and 1,728 autotuner compiles at pipeline depths 1,2,3): the
+# autotuner here tries one depth, 3, over the template's whole tile space (432, 300 and 156 compiles).
+set -u
+step=$1
+export PT_TVM_GIT_COMMIT=${2:-unknown}
+source benchmarks/gpu-env.sh
+env_setup || exit 1
+run_suite() {  # NAME TOP_K LIMIT_S
+  timeout $3 python -m benchmarks run --suite $1 --tune-top-k $2 --rep-ms 200 --autotune-stages 3 \
+    --out $OUT/$1.json > $OUT/$1.log 2>&1
+  echo "$1: rc=$? $(python -c "import json;h=json.load(open('$OUT/$1.json'))['header'];print('wall_s',h.get('wall_s'),'partial',h.get('partial'))")"
+  grep -h "geomean" $OUT/$1.log | cut -c1-200
+}
+case $step in
+  gm) nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
+      run_suite gemm-core 4 300
+      run_suite mamba 8 250 ;;
+  peers) ;;
+  attention) nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
+      run_suite attention-core 4 570 ;;
+esac
