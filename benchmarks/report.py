@@ -321,6 +321,12 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
             why = r.get("error") or (f"relative error {r['rel_err']}" if r.get("rel_err") is not None else "invalid")
             lines.append(f"| {r['kernel']} | {config_label(r)} | {r['system']} | {str(why).replace('|', '/')} |")
         lines.append("")
+    untimed = [r for r in rows if r.get("valid") is True and _tflops(r) is None and r.get("error")]
+    if untimed:  # correct, but neither way of timing finished (out of memory beside the other systems' graphs)
+        lines += ["## Correct rows not timed", "", "| kernel | config | system | reason |", "|---|---|---|---|"]
+        lines += [f"| {r['kernel']} | {config_label(r)} | {r['system']} | {str(r['error']).replace('|', '/')} |"
+                  for r in untimed]
+        lines.append("")
     return "\n".join(lines)
 
 

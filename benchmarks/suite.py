@@ -132,18 +132,20 @@ def verdict(checks: Sequence[OutputCheck], tol: float) -> dict:
 
 def timing_fields(t: TwoWays, flops: float) -> dict:
     """A row's timing: the headline (``ms``, ``tflops``, ``timing``: CUDA graph, else queued calls) and
-    both measurements (``queued``, ``graph``: median, p20, p80, calls; ``graph_error`` when not captured)."""
-    how, head = t.headline
+    both measurements (``queued``, ``graph``: median, p20, p80, calls; ``graph_error``/``queued_error`` where
+    one failed); a system neither way could time gets an ``error`` and no headline."""
 
     def fields(timing: Timing | None) -> dict | None:
         return None if timing is None else {"ms": timing.ms, "p20_ms": timing.p20, "p80_ms": timing.p80,
                                             "calls": timing.calls}
 
-    out = {"ms": head.ms, "p20_ms": head.p20, "p80_ms": head.p80, "calls": head.calls, "timing": how,
-           "tflops": flops_per_second(flops, head.ms) / 1e12, "queued": fields(t.queued), "graph": fields(t.graph)}
-    if t.graph_error:
-        out["graph_error"] = t.graph_error
-    return out
+    out = {"queued": fields(t.queued), "graph": fields(t.graph)}
+    out.update({k: v for k, v in (("graph_error", t.graph_error), ("queued_error", t.queued_error)) if v})
+    if t.headline is None:
+        return {**out, "error": t.queued_error or t.graph_error}
+    how, head = t.headline
+    return {**out, "ms": head.ms, "p20_ms": head.p20, "p80_ms": head.p80, "calls": head.calls, "timing": how,
+            "tflops": flops_per_second(flops, head.ms) / 1e12}
 
 
 def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any], *, log: Any,

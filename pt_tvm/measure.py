@@ -78,26 +78,46 @@ def _summary(times: list[float], calls: int) -> Timing:
 
 
 def time_samplers(samplers: Mapping[Any, Sampler], rounds: int = 5, warmup_ms: float = 100.0,
-                  round_ms: float = 100.0) -> dict[Any, Timing]:
+                  round_ms: float = 100.0,
+                  on_error: Callable[[Any, Exception], None] | None = None) -> dict[Any, Timing]:
     """Median per-call times of several samplers measured in alternating rounds.
 
     Clock and thermal drift during a run then touches every sampler alike, so their
     ratios are fair even when the absolute times wander. Each is first warmed up for
     ``warmup_ms`` (compile and launch caches), then timed for about ``round_ms`` per round.
+    With ``on_error``, a sampler that raises (out of memory beside the others' CUDA graphs) is told to it and
+    dropped, and the rest are timed on; without, the error propagates.
     """
+    live = dict(samplers)
+
+    def sample(name: Any, count: int, offset: int) -> list[float] | None:
+        try:
+            return live[name](count, offset)
+        except Exception as e:
+            if on_error is None:
+                raise
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()  # a failure that broke the CUDA context stops the run here, loudly
+            del live[name]
+            on_error(name, e)
+            return None
+
     per_sample = {}
-    for name, sampler in samplers.items():
+    for name in list(live):
         spent, n = 0.0, 0
-        while spent < warmup_ms or n < 3:
-            spent += sampler(1, n)[0] * sampler.calls_per_sample
+        while name in live and (spent < warmup_ms or n < 3):
+            got = sample(name, 1, n)
+            spent += got[0] * samplers[name].calls_per_sample if got else 0.0
             n += 1
-        per_sample[name] = max(statistics.median(sampler(3, n)) * sampler.calls_per_sample, 1e-3)
-    samples: dict[str, list[float]] = {name: [] for name in samplers}
+        got = sample(name, 3, n) if name in live else None
+        if got:
+            per_sample[name] = max(statistics.median(got) * samplers[name].calls_per_sample, 1e-3)
+    samples: dict[Any, list[float]] = {name: [] for name in live}
     for r in range(rounds):
-        for name, sampler in samplers.items():
+        for name in list(live):
             count = int(max(3, min(200, round_ms / per_sample[name])))
-            samples[name] += sampler(count, r * count)
-    return {name: _summary(times, len(times) * samplers[name].calls_per_sample) for name, times in samples.items()}
+            samples[name] += sample(name, count, r * count) or []
+    return {name: _summary(samples[name], len(samples[name]) * samplers[name].calls_per_sample) for name in live}
 
 
 def time_interleaved(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], rounds: int = 5,

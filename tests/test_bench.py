@@ -894,3 +894,40 @@ def test_two_way_timing_interleaves_both_ways_and_falls_back_visibly(monkeypatch
     assert got["b"].graph_error == "RuntimeError: operation not permitted when stream is capturing"
     assert set(order[-3:]) == {"steady/queued", "steady/graph", "flaky/queued"}  # the last round: all, both ways
     assert isinstance(measure.time_samplers({"x": Fake("x", 1.0)}, rounds=2, warmup_ms=1.0)["x"], measure.Timing)
+
+
+def test_a_system_that_fails_while_timed_loses_its_timing_only(monkeypatch):
+    """A system that runs out of memory while timed (beside the other systems' CUDA graphs; an H100 Mamba2 run
+    stopped whole on torch.compile's 64 GiB intermediate) gets an error on its row; the others are timed on."""
+    import torch
+
+    from benchmarks import timing
+    from benchmarks.suite import timing_fields
+    from pt_tvm import measure
+
+    class Fake:
+        calls_per_sample = 1
+
+        def __init__(self, ms, fail_after=None):
+            self.ms, self.fail_after, self.calls = ms, fail_after, 0
+
+        def __call__(self, samples, offset=0):
+            self.calls += 1
+            if self.fail_after is not None and self.calls > self.fail_after:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 GiB")
+            return [self.ms] * samples
+
+    fakes = {("big", timing.QUEUED): Fake(1.0, fail_after=4), ("big", timing.GRAPH): Fake(0.9, fail_after=0),
+             ("small", timing.QUEUED): Fake(0.2), ("small", timing.GRAPH): Fake(0.1)}
+    monkeypatch.setattr(timing, "capture", lambda fn, sets: fakes[(fn, timing.GRAPH)])
+    monkeypatch.setattr(timing, "Queued", lambda fn, sets: fakes[(fn, timing.QUEUED)])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    got = timing.time_two_ways({"big": "big", "small": "small"}, [()], rounds=3, warmup_ms=1.0, round_ms=4.0,
+                               describe=lambda e: f"{type(e).__name__}: {e}")
+    assert got["small"].graph.ms == 0.1 and got["small"].queued.ms == 0.2
+    assert got["big"].headline is None and "OutOfMemoryError" in got["big"].queued_error
+    assert got["big"].graph_error.startswith("timing: OutOfMemoryError")
+    fields = timing_fields(got["big"], flops=1e9)
+    assert "ms" not in fields and "OutOfMemoryError" in fields["error"]
+    with pytest.raises(torch.OutOfMemoryError):  # without on_error the failure propagates
+        measure.time_samplers({"x": Fake(1.0, fail_after=0)}, rounds=1, warmup_ms=1.0)
