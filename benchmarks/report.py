@@ -299,6 +299,8 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
     lines += [f"- {k}: `{head[k]}`" for k in keys if k in head]
     if head.get("partial"):
         lines.append("- **partial**: the run was cut off; these are the configs it finished")
+    if head.get("amended"):
+        lines.append(f"- amended after the run: {head['amended']}")
     for part in head.get("parts", []):  # a merged run: each shard's own provenance
         cut = ", cut off before its end" if part.get("partial") else ""
         what = (f"rerun of {part['rerun']} configs at {part.get('git_commit')}" if part.get("rerun")

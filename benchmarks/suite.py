@@ -175,7 +175,7 @@ def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any
         fn, info = build_system(system, template, problem, vdev, shared=shared, searched=searched, **options)
         row.update({k: v for k, v in info.items() if k not in _IDENTITY})  # a system cannot rename its row
         if row.get("grid"):
-            row["waves"] = round(row["grid"] / sms, 3)
+            row["waves"] = round(row.get("tiles", row["grid"]) / sms, 3)  # a persistent kernel's waves of tiles
         if fn is not None:
             try:
                 checks = check_call(fn, check_inputs, refs, inout=template.inout_idx)

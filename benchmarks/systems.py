@@ -52,6 +52,15 @@ def _tilelang_info(func: Any, **info: Any) -> dict:
     return {**info, "grid": grid_blocks(func)}
 
 
+def _planned_info(func: Any, template: Any, problem: Mapping[str, Any], plan: Any, **info: Any) -> dict:
+    """:func:`_tilelang_info` of a planned kernel, with ``tiles``: the output tiles it computes, which for a
+    persistent plan (one block per SM walking them) is the grid of the same tile unwalked, not its launch grid."""
+    out = _tilelang_info(func, **info)
+    if plan.persistent:
+        out["tiles"] = grid_blocks(template.build(**problem, **plan.tile))
+    return out
+
+
 def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k: int | None = None,
             tune_workers: int | None = None, tune_rep_ms: float | None = None, shared: dict | None = None,
             searched: Any = None, **_: Any) -> tuple[Callable, dict]:
@@ -75,8 +84,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     if shared is not None:
         shared["search"] = tr.search
     best = tr.best.candidate
-    return kernel_outputs(template, tr.kernel), _tilelang_info(
-        tr.kernel.prim_func, plan=best.note, tile=dict(best.plan.tile), search_s=round(tr.search.seconds, 3),
+    return kernel_outputs(template, tr.kernel), _planned_info(
+        tr.kernel.prim_func, template, problem, best.plan, plan=best.note, tile=dict(best.plan.tile), search_s=round(tr.search.seconds, 3),
         tune_s=round(time.perf_counter() - t0, 1), predicted_ms=best.seconds * 1e3,
         candidates=[{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
                      "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "rel_err": m.rel_err, "error": m.error,
@@ -94,8 +103,8 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, share
         result, _, build = schedule_template(template.name, vdev, params=problem)
         func = build()
     kernel = template.compile(func, vdev.tvm_target())
-    return kernel_outputs(template, kernel), _tilelang_info(
-        func, plan=result.best.note, tile=dict(result.best.plan.tile), search_s=round(result.seconds, 3),
+    return kernel_outputs(template, kernel), _planned_info(
+        func, template, problem, result.best.plan, plan=result.best.note, tile=dict(result.best.plan.tile), search_s=round(result.seconds, 3),
         predicted_ms=result.best.seconds * 1e3, plan_json=result.best.plan.to_dict())
 
 

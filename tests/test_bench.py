@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -931,3 +932,25 @@ def test_a_system_that_fails_while_timed_loses_its_timing_only(monkeypatch):
     assert "ms" not in fields and "OutOfMemoryError" in fields["error"]
     with pytest.raises(torch.OutOfMemoryError):  # without on_error the failure propagates
         measure.time_samplers({"x": Fake(1.0, fail_after=0)}, rounds=1, warmup_ms=1.0)
+
+
+def test_a_persistent_plan_counts_its_waves_in_tiles_not_in_launched_blocks():
+    """A persistent GEMM launches one block per SM, so its launch grid is always one wave; whether it fills
+    the GPU is a matter of the tiles it walks (the H100 run of d9542d7 marked no GEMM as filling the GPU)."""
+    from benchmarks.systems import _planned_info, grid_blocks
+    from pt_tvm import hw, templates
+    from pt_tvm.compiler import planned_func, schedule_template
+
+    vdev = hw.for_target("h100")
+    problem = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}
+    result, _, _ = schedule_template("gemm", vdev, params=problem)
+    plan = result.best.plan
+    assert plan.persistent
+    func = planned_func("gemm", problem, result.best, vdev)
+    info = _planned_info(func, templates.get("gemm"), problem, plan)
+    assert info["grid"] == vdev.num_eus
+    assert info["tiles"] == (4096 // plan.tile["block_M"]) * (4096 // plan.tile["block_N"]) > vdev.num_eus
+    unwalked = templates.get("gemm").build(**problem, **plan.tile)
+    assert "tiles" not in _planned_info(unwalked, templates.get("gemm"), problem,
+                                       dataclasses.replace(plan, persistent=False))
+    assert grid_blocks(unwalked) == info["tiles"]
