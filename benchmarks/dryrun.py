@@ -48,7 +48,7 @@ def _tilelang_info(system: str, template: Any, problem: Mapping[str, Any], vdev:
         configs = autotune_configs(template, problem, autotune_stages)
         if not configs:
             raise ValueError(f"{template.name}: no tile of the template's tile space fits this problem")
-        func = autotune_jit(template, vdev).get_tir(**problem, **configs[0])
+        func = autotune_jit(template, vdev, problem).get_tir(**problem, **configs[0])
         return {"autotune_configs": len(configs), "lowered_config": configs[0],
                 **_lower(func, vdev, template.pass_configs)[1]}
     func = template.build(num_stages=2, **problem)

@@ -75,7 +75,7 @@ def _autotune_compile(job: tuple) -> str:
     kernel, problem, vdev, config, cache = job
     try:
         with tilelang_cache(cache):
-            autotune_jit(templates.get(kernel), vdev).compile(**problem, **config)
+            autotune_jit(templates.get(kernel), vdev, problem).compile(**problem, **config)
         return "ok"
     except Exception as e:  # the autotuner meets (and skips) it again
         return f"{type(e).__name__}: {e}"

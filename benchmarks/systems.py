@@ -52,12 +52,13 @@ def _tilelang_info(func: Any, **info: Any) -> dict:
     return {**info, "grid": grid_blocks(func)}
 
 
-def _planned_info(func: Any, template: Any, problem: Mapping[str, Any], plan: Any, **info: Any) -> dict:
+def _planned_info(func: Any, template: Any, problem: Mapping[str, Any], chosen: Any, **info: Any) -> dict:
     """:func:`_tilelang_info` of a planned kernel, with ``tiles``: the output tiles it computes, which for a
-    persistent plan (one block per SM walking them) is the grid of the same tile unwalked, not its launch grid."""
+    persistent plan ``chosen`` (one block per SM walking them) is the grid of the same tile unwalked, not its
+    launch grid."""
     out = _tilelang_info(func, **info)
-    if plan.persistent:
-        out["tiles"] = grid_blocks(template.build(**problem, **plan.tile))
+    if chosen.persistent:
+        out["tiles"] = grid_blocks(template.build(**problem, **chosen.tile))
     return out
 
 
@@ -162,10 +163,13 @@ def autotune_configs(template: Any, problem: Mapping[str, Any],
     return out
 
 
-def autotune_jit(template: Any, vdev: Any) -> Any:
+def autotune_jit(template: Any, vdev: Any, problem: Mapping[str, Any]) -> Any:
     """The template's builder under ``tilelang.jit`` with its outputs and pass configs, as a TileLang user
-    writes a kernel for ``tilelang.autotune``."""
-    return tilelang.jit(out_idx=list(template.out_idx), target=vdev.tvm_target(),
+    writes a kernel for ``tilelang.autotune``. Output indices are counted from the front of ``problem``'s
+    PrimFunc: TileLang's autotuner resolves a negative one before it looks up its kernel cache, so a kernel
+    the run's workers compiled with ``-1`` (chunk_scan's output) was compiled again by the timed process."""
+    params = len(template.build(**problem).params)
+    return tilelang.jit(out_idx=[i % params for i in template.out_idx], target=vdev.tvm_target(),
                         pass_configs=dict(template.pass_configs))(template.builder)
 
 
@@ -195,7 +199,7 @@ def _tilelang_autotune(template: Any, problem: Mapping[str, Any], vdev: Any, *, 
     configs = autotune_configs(template, problem, autotune_stages)
     if not configs:
         raise TemplateError(f"{template.name}: no tile of the template's tile space fits this problem")
-    tuned = tilelang.autotune(configs=configs)(autotune_jit(template, vdev))
+    tuned = tilelang.autotune(configs=configs)(autotune_jit(template, vdev, problem))
     with tilelang_cache(autotune_cache):
         kernel = tuned.compile(**problem)
     best = dict(kernel.config or {})

@@ -954,3 +954,22 @@ def test_a_persistent_plan_counts_its_waves_in_tiles_not_in_launched_blocks():
     assert "tiles" not in _planned_info(unwalked, templates.get("gemm"), problem,
                                        dataclasses.replace(plan, persistent=False))
     assert grid_blocks(unwalked) == info["tiles"]
+
+
+def test_the_autotuner_peer_names_outputs_from_the_front():
+    """TileLang's autotuner resolves a negative output index before its kernel-cache lookup, so a kernel the
+    run's workers compiled with ``out_idx=[-1]`` missed the cache and was compiled again in the timed process
+    (chunk_scan on an H100: 36 configs at ~4 s each, per config); the jit the workers and the autotuner share
+    counts outputs from the front, for D and without."""
+    from benchmarks.systems import autotune_jit
+    from pt_tvm import hw, templates
+
+    vdev = hw.for_target("h100")
+    scan = templates.get("chunk_scan")
+    assert scan.out_idx == (-1,)
+    for has_d, last in ((True, 7), (False, 6)):
+        problem, _ = scan.resolve(batch=1, seqlen=1024, dtype="float16", has_d=has_d)
+        assert autotune_jit(scan, vdev, problem).out_idx == [last]
+    gemm = templates.get("gemm")
+    problem, _ = gemm.resolve(M=256, N=256, K=256)
+    assert autotune_jit(gemm, vdev, problem).out_idx == list(gemm.out_idx)
