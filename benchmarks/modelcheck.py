@@ -22,7 +22,7 @@ from pt_tvm import cost, hw
 
 from .calibration import samples_from_run
 from .roofline import chip_of_device
-from .runfile import RunFileError
+from .runfile import RunFileError, row_problem
 
 __all__ = ["MIN_PLANS", "ConfigCheck", "Summary", "ranks", "spearman", "check_rows", "summarize",
            "load_runs", "table", "cmd_model_check"]
@@ -128,7 +128,8 @@ def table(summaries: Sequence[Summary]) -> str:
 
 def load_runs(path: str) -> list[tuple[str, dict]]:
     """(name, run) of a run JSON, or of each run of a recorded bundle (``{"runs": {name: run}}``, as in
-    tests/data); ``.gz`` files are read through gzip. A run's device is in its header or at its top."""
+    tests/data); ``.gz`` files are read through gzip; every row checked as :func:`benchmarks.runfile.load_run`
+    does. A run's device is in its header or at its top."""
     try:
         with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             data = json.load(f)
@@ -141,6 +142,10 @@ def load_runs(path: str) -> list[tuple[str, dict]]:
     for name, run in named:
         if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
             raise RunFileError(f"{name}: not a benchmark run (expected an object with a 'rows' list)")
+        for k, row in enumerate(run["rows"]):
+            problem = row_problem(row)
+            if problem:
+                raise RunFileError(f"{name}: row {k}: {problem}")
     return named
 
 

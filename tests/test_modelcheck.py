@@ -105,7 +105,10 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "run.json").write_text(json.dumps({"header": {"device": "NVIDIA H100"}, "rows": []}))
     assert cli.main(["model-check", str(tmp_path / "run.json")]) == 2
     assert cli.main(["model-check", str(tmp_path / "run.json"), "--target", "no-such-chip"]) == 2
-    (tmp_path / "unknown.json").write_text(json.dumps({"header": {"device": "TPU"}, "rows": [{}]}))
+    row = {"kernel": "gemm", "system": "pt-tvm", "config": {"M": 1024, "N": 1024, "K": 1024}}
+    (tmp_path / "unknown.json").write_text(json.dumps({"header": {"device": "TPU"}, "rows": [row]}))
     assert cli.main(["model-check", str(tmp_path / "unknown.json")]) == 2
+    (tmp_path / "broken.json").write_text(json.dumps({"header": {"device": "NVIDIA H100"}, "rows": [{}]}))
+    assert cli.main(["model-check", str(tmp_path / "broken.json")]) == 2
     err = capsys.readouterr().err
-    assert "no such file" in err and "no chip model" in err
+    assert "no such file" in err and "no chip model" in err and "row 0: field 'kernel'" in err
