@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 from typing import Any, Mapping
@@ -27,11 +28,22 @@ def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
         for c in row.get("candidates", ()):
             if c.get("ms") is None or "plan" not in c:
                 continue
-            template = templates.get(row["kernel"])
-            problem, _ = template.resolve(**row["config"])
-            graph = extract_stask_graph(template.build(**problem, **c["tile"]), vdev)
+            graph = extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev)
             out.append((ExecutionPlan.from_dict(c["plan"]), graph, c["ms"] * 1e-3))
     return out
+
+
+def _items(d: Mapping[str, Any]) -> tuple:
+    return tuple(sorted(d.items()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _kernel(kernel: str, config: tuple, tile: tuple) -> Any:
+    """A template's PrimFunc at a config and tile, built once: building is the slow part of re-pricing a
+    run, and the candidates of a row (and the rows of several runs) share tiles."""
+    template = templates.get(kernel)
+    problem, _ = template.resolve(**dict(config))
+    return template.build(**problem, **dict(tile))
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

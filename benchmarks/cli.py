@@ -8,6 +8,7 @@
   bench        run, then compare with ``--compare BASELINE.json``
   readme       regenerate README.md's results section and benchmarks/results/README.md from the index
   calibrate    fit the cost model to the pt-tvm plans a run measured
+  model-check  how the cost model ranks the pt-tvm plans a run measured (first pick, rank correlation)
   search-time  pt-tvm's search time per template/config on the CPU, beside published figures
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 from pt_tvm import hw
 from pt_tvm.errors import PtTvmError
 
-from . import dryrun, layers, roofline
+from . import dryrun, layers, modelcheck, roofline
 from .calibration import cmd_calibrate
 from .compare import compare_files
 from .configs import SUITES, filter_systems, subsample, suite_configs
@@ -392,6 +393,13 @@ def _cmd_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_model_check(args: argparse.Namespace) -> int:
+    try:
+        return modelcheck.cmd_model_check(args)
+    except ValueError as e:  # RunFileError included, an unknown --target, a device without a chip model
+        raise UsageError(str(e)) from None
+
+
 def _cmd_readme(args: argparse.Namespace) -> int:
     index = load_index(args.index)
     folder = os.path.dirname(os.path.abspath(args.index))
@@ -482,6 +490,16 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="the chip the runs were measured on (e.g. h200)")
     p.add_argument("--out", help="directory to write <target>.json (default: the pt-tvm cache dir)")
     p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("model-check", help="how the cost model ranks the pt-tvm plans runs measured",
+                       description="Re-prices every measured pt-tvm candidate with the current cost model; per "
+                                   "kernel: the first pick's gap to the fastest measured plan and the Spearman "
+                                   "rank correlation of price and measured time per config.")
+    p.add_argument("runs", nargs="+", metavar="RUN.json",
+                   help="benchmark run JSON files (.json.gz and bundles of runs, as in tests/data, too)")
+    p.add_argument("--target", help="the chip the runs were measured on (default: each run's device)")
+    p.add_argument("--json", action="store_true", help="print the figures and every config's check as JSON")
+    p.set_defaults(func=_cmd_model_check)
 
     p = sub.add_parser("search-time", help="pt-tvm's CPU search time per template/config vs published figures")
     p.add_argument("--target", default="h100", help="chip model to search for (default h100)")

@@ -1,0 +1,172 @@
+"""Does the cost model pick the winner? Its prices of the plans a run measured, against their measured times.
+
+``python -m benchmarks model-check RUN.json [...] [--target h100] [--json]`` re-prices every measured pt-tvm
+candidate with the current cost model (the sTask graph re-extracted, as :mod:`benchmarks.calibration` does)
+and reports per kernel and overall: how far the model's first pick is behind the fastest measured plan
+(geometric mean and worst over the configs) and the Spearman rank correlation of price and measured time
+per config (mean and worst; configs with fewer than ``MIN_PLANS`` measured plans are left out and counted).
+The bar of issue 15: first pick within 3% (geomean per suite), Spearman >= 0.8.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from pt_tvm import cost, hw
+
+from .calibration import samples_from_run
+from .roofline import chip_of_device
+from .runfile import RunFileError, row_problem
+
+__all__ = ["MIN_PLANS", "ConfigCheck", "Summary", "ranks", "spearman", "check_rows", "summarize",
+           "load_runs", "table", "cmd_model_check"]
+
+MIN_PLANS = 3  # fewer measured plans make a rank correlation meaningless (two plans: always +1 or -1)
+
+
+def ranks(values: Sequence[float]) -> np.ndarray:
+    """1-based ranks of ``values``, tied values sharing the mean of the ranks they span."""
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(v, kind="stable")
+    out = np.empty(len(v))
+    sorted_v = v[order]
+    i = 0
+    while i < len(v):
+        j = i
+        while j + 1 < len(v) and sorted_v[j + 1] == sorted_v[i]:
+            j += 1
+        out[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation: Pearson's of the (tie-averaged) ranks. 0.0 when either side is all
+    ties (no order to agree with)."""
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"spearman needs two sequences of equal length >= 2, got {len(x)} and {len(y)}")
+    rx, ry = ranks(x), ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    norm = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    return float(rx @ ry) / norm if norm else 0.0
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    """One row (a config) of a run: its measured plans, the model's first pick's measured time over the
+    fastest (``gap`` 1.0: the model picked the winner), and the rank correlation (None below MIN_PLANS)."""
+
+    kernel: str
+    config: Mapping[str, Any]
+    plans: int
+    gap: float
+    spearman: float | None
+    predicted_ms: tuple[float, ...]
+    measured_ms: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The checks of one kernel (or all): first-pick gap (geomean, worst) and Spearman (mean, worst)."""
+
+    kernel: str
+    configs: int
+    gap_geomean: float
+    gap_worst: float
+    spearman_mean: float | None
+    spearman_worst: float | None
+    few_plans: int  # configs left out of the Spearman figures (fewer than MIN_PLANS measured plans)
+
+
+def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
+               calibration: cost.Calibration | None = None) -> list[ConfigCheck]:
+    """A check per row with two or more measured pt-tvm candidates, priced on ``vdev``."""
+    out = []
+    for row in rows:
+        samples = samples_from_run({"rows": [row]}, vdev)
+        if len(samples) < 2:
+            continue
+        predicted = tuple(cost.estimate(p, g, vdev, calibration).seconds * 1e3 for p, g, _ in samples)
+        measured = tuple(s * 1e3 for _, _, s in samples)
+        pick = min(range(len(samples)), key=predicted.__getitem__)
+        rho = spearman(predicted, measured) if len(samples) >= MIN_PLANS else None
+        out.append(ConfigCheck(row["kernel"], dict(row["config"]), len(samples), measured[pick] / min(measured),
+                               rho, predicted, measured))
+    return out
+
+
+def _summary(kernel: str, checks: Sequence[ConfigCheck]) -> Summary:
+    gaps = [c.gap for c in checks]
+    rhos = [c.spearman for c in checks if c.spearman is not None]
+    return Summary(kernel, len(checks), math.exp(sum(map(math.log, gaps)) / len(gaps)), max(gaps),
+                   sum(rhos) / len(rhos) if rhos else None, min(rhos) if rhos else None, len(checks) - len(rhos))
+
+
+def summarize(checks: Sequence[ConfigCheck]) -> list[Summary]:
+    """One summary per kernel (sorted by name), then ``all`` over every check."""
+    kernels = sorted({c.kernel for c in checks})
+    out = [_summary(k, [c for c in checks if c.kernel == k]) for k in kernels]
+    return out + [_summary("all", checks)] if checks else out
+
+
+def table(summaries: Sequence[Summary]) -> str:
+    """A markdown table of the summaries."""
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    lines = ["| kernel | configs | first pick: geomean gap | worst gap | Spearman: mean | worst | "
+             f"left out (< {MIN_PLANS} plans) |", "|---|---|---|---|---|---|---|"]
+    for s in summaries:
+        lines.append(f"| {s.kernel} | {s.configs} | {s.gap_geomean - 1:.1%} | {s.gap_worst - 1:.1%} | "
+                     f"{fmt(s.spearman_mean)} | {fmt(s.spearman_worst)} | {s.few_plans} |")
+    return "\n".join(lines)
+
+
+def load_runs(path: str) -> list[tuple[str, dict]]:
+    """(name, run) of a run JSON, or of each run of a recorded bundle (``{"runs": {name: run}}``, as in
+    tests/data); ``.gz`` files are read through gzip; every row checked as :func:`benchmarks.runfile.load_run`
+    does. A run's device is in its header or at its top."""
+    try:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise RunFileError(f"{path}: no such file") from None
+    except (OSError, ValueError) as e:  # unreadable, not gzip, invalid JSON
+        raise RunFileError(f"{path}: cannot read it as a run ({e})") from None
+    runs = data.get("runs") if isinstance(data, dict) else None
+    named = list(runs.items()) if isinstance(runs, dict) else [(path, data)]
+    for name, run in named:
+        if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
+            raise RunFileError(f"{name}: not a benchmark run (expected an object with a 'rows' list)")
+        for k, row in enumerate(run["rows"]):
+            problem = row_problem(row)
+            if problem:
+                raise RunFileError(f"{name}: row {k}: {problem}")
+    return named
+
+
+def _device(run: Mapping[str, Any]) -> str:
+    return str((run.get("header") or {}).get("device") or run.get("device") or "")
+
+
+def cmd_model_check(args: argparse.Namespace) -> int:
+    """Print (or write as JSON) how the cost model ranks the plans the runs measured."""
+    checks: list[ConfigCheck] = []
+    for path in args.runs:
+        for _, run in load_runs(path):
+            vdev = hw.get(args.target) if args.target else chip_of_device(_device(run))
+            checks += check_rows(run["rows"], vdev)
+    if not checks:
+        print("benchmarks model-check: no pt-tvm row with two or more measured candidates in the given runs")
+        return 2
+    summaries = summarize(checks)
+    if args.json:
+        print(json.dumps({"summaries": [asdict(s) for s in summaries],
+                          "configs": [asdict(c) for c in checks]}, indent=1))
+    else:
+        print(table(summaries))
+    return 0
