@@ -86,7 +86,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
         shared["search"] = tr.search
     best = tr.best.candidate
     return kernel_outputs(template, tr.kernel), _planned_info(
-        tr.kernel.prim_func, template, problem, best.plan, plan=best.note, tile=dict(best.plan.tile), search_s=round(tr.search.seconds, 3),
+        tr.kernel.prim_func, template, problem, best.plan, plan=best.note, tile=dict(best.plan.tile),
+        search_s=round(tr.search.seconds, 3),
         tune_s=round(time.perf_counter() - t0, 1), predicted_ms=best.seconds * 1e3,
         candidates=[{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
                      "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "rel_err": m.rel_err, "error": m.error,
@@ -105,7 +106,8 @@ def _pt_tvm_model(template: Any, problem: Mapping[str, Any], vdev: Any, *, share
         func = build()
     kernel = template.compile(func, vdev.tvm_target())
     return kernel_outputs(template, kernel), _planned_info(
-        func, template, problem, result.best.plan, plan=result.best.note, tile=dict(result.best.plan.tile), search_s=round(result.seconds, 3),
+        func, template, problem, result.best.plan, plan=result.best.note, tile=dict(result.best.plan.tile),
+        search_s=round(result.seconds, 3),
         predicted_ms=result.best.seconds * 1e3, plan_json=result.best.plan.to_dict())
 
 
