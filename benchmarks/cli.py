@@ -31,7 +31,7 @@ from pt_tvm.errors import PtTvmError
 
 from . import dryrun, layers, modelcheck, roofline
 from .calibration import cmd_calibrate
-from .compare import compare_files
+from .compare import compare_files, ratio_moves
 from .configs import SUITES, filter_systems, subsample, suite_configs
 from .readme import RESULTS, ROOT, load_index, readme_section, results_index, splice
 from .remote import run_remote
@@ -370,7 +370,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    return _print_comparison(args.run, args.baseline, args)
+    if not args.ratios:
+        return _print_comparison(args.run, args.baseline, args)
+    try:
+        moves = ratio_moves(load_run(args.run), load_run(args.baseline), threshold=args.threshold)
+    except ValueError as e:  # RunFileError included
+        print(f"benchmarks compare: {e}", file=sys.stderr)
+        return 2
+    print(f"pt-tvm's speed-up over each peer, moved by more than {args.threshold:.0%} from {args.baseline} "
+          f"to {args.run} ({len(moves)}):\n")
+    print("| kernel | config | peer | before | after | after, queued | change |\n|---|---|---|---|---|---|---|")
+    for m in moves:
+        queued = f"{m.after_queued:.2f}x" if m.after_queued is not None else "—"
+        print(f"| {m.kernel} | {m.config} | {m.peer} | {m.before:.2f}x | {m.after:.2f}x | {queued} | "
+              f"{m.change:+.0%} |")
+    return 0
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -481,6 +495,8 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN.json")
     p.add_argument("baseline", metavar="BASELINE.json")
     add_compare_options(p)
+    p.add_argument("--ratios", action="store_true",
+                   help="list where pt-tvm's speed-up over a peer moved by more than --threshold instead (exit 0)")
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("calibrate", help="fit the cost model to the pt-tvm plans runs measured",

@@ -5,20 +5,25 @@ valid in the baseline and is invalid (or missing its time) now, or when its
 median time grew by more than ``threshold`` (0.05: 5 % slower): the headline
 times (CUDA-graph replay), or the times of calls queued back to back when one
 of the runs predates CUDA-graph timing. Only pt-tvm's
-rows are checked unless ``all_systems``. Rows present in only one of the runs
+rows are checked unless ``all_systems``. A config recorded before a template
+parameter existed matches the same config at that parameter's default. Rows present in only one of the runs
 are listed but do not fail the check (a run may be a subset). Two dry runs
 compare validity only (nothing was timed); a dry run cannot be compared
-with a timed run.
+with a timed run. :func:`ratio_moves` lists instead where pt-tvm's speed-up
+over a peer moved between two runs (what a re-run changed, and where).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .report import SUBJECT, config_key, config_label, geomean
+from pt_tvm import templates
+
+from .report import SUBJECT, config_label, geomean, is_peer
 from .runfile import load_run
 
-__all__ = ["Comparison", "compare_runs", "compare_files"]
+__all__ = ["Comparison", "compare_runs", "compare_files", "RatioMove", "ratio_moves"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,17 @@ class Comparison:
         return "\n".join(lines)
 
 
+def _identity(row: Mapping[str, Any]) -> str:
+    """A row's config as :func:`benchmarks.report.config_key` names it, over the template's current defaults:
+    a run made before a parameter existed (``trans_B``, ``softmax_scale``) ran at its default."""
+    try:
+        defaults = dict(templates.get(row["kernel"]).problem)
+    except templates.TemplateError:  # a layer of the layers suite, not a template
+        defaults = {}
+    key = row["kernel"] + " " + json.dumps({**defaults, **row["config"]}, sort_keys=True, default=str)
+    return key + (f" ({row['note']})" if row.get("note") else "")
+
+
 def _name(row: Mapping[str, Any]) -> str:
     return f"{row['kernel']} [{config_label(row)}] {row['system']}"
 
@@ -83,7 +99,7 @@ def compare_runs(run: Mapping[str, Any], baseline: Mapping[str, Any], *, thresho
                          + ("the run" if dry[0] else "the baseline") + " is the dry run)")
 
     def index(rows: Sequence[Mapping[str, Any]]) -> dict[tuple, Mapping[str, Any]]:
-        return {(config_key(r), r["system"]): r for r in rows if systems is None or r["system"] in systems}
+        return {(_identity(r), r["system"]): r for r in rows if systems is None or r["system"] in systems}
 
     now, base = index(run["rows"]), index(baseline["rows"])
     # a run timed only by queued calls (before CUDA-graph timing) is compared queued with queued
@@ -122,3 +138,46 @@ def compare_files(run_path: str, baseline_path: str, *, threshold: float = 0.05,
     """:func:`compare_runs` on two JSON files; ``all_systems`` overrides ``systems`` (default pt-tvm)."""
     chosen = None if all_systems else tuple(systems or (SUBJECT,))
     return compare_runs(load_run(run_path), load_run(baseline_path), threshold=threshold, systems=chosen)
+
+
+@dataclass(frozen=True)
+class RatioMove:
+    """pt-tvm's speed-up over one peer on one config (peer ms / pt-tvm ms) in a baseline and in a run."""
+
+    kernel: str
+    config: str
+    peer: str
+    before: float
+    after: float
+    after_queued: float | None  # the run's ratio on calls queued back to back (the baseline's way, if older)
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1.0
+
+
+def ratio_moves(run: Mapping[str, Any], baseline: Mapping[str, Any], *, threshold: float = 0.03) -> list[RatioMove]:
+    """Every pt-tvm/peer speed-up of a config in both runs that moved by more than ``threshold``, each on the
+    runs' headline timings, with the run's queued ratio beside it."""
+    def index(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Mapping[str, Any]]]:
+        out: dict[str, dict[str, Mapping[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(_identity(r), {})[r["system"]] = r
+        return out
+
+    now, base = index(run["rows"]), index(baseline["rows"])
+    moves = []
+    for key in (k for k in now if k in base):
+        n, b = now[key], base[key]
+        if SUBJECT not in n or SUBJECT not in b:
+            continue
+        for peer in (s for s in n if is_peer(s) and s in b):
+            times = [_ms(n[SUBJECT]), _ms(n[peer]), _ms(b[SUBJECT]), _ms(b[peer])]
+            if None in times:
+                continue
+            after, before = times[1] / times[0], times[3] / times[2]
+            q = [_ms(n[SUBJECT], queued=True), _ms(n[peer], queued=True)]
+            if abs(after / before - 1.0) > threshold:
+                moves.append(RatioMove(n[SUBJECT]["kernel"], config_label(n[SUBJECT]), peer, before, after,
+                                       None if None in q else q[1] / q[0]))
+    return moves

@@ -973,3 +973,25 @@ def test_the_autotuner_peer_names_outputs_from_the_front():
     gemm = templates.get("gemm")
     problem, _ = gemm.resolve(M=256, N=256, K=256)
     assert autotune_jit(gemm, vdev, problem).out_idx == list(gemm.out_idx)
+
+
+def test_ratio_moves_match_configs_across_new_template_defaults():
+    """A re-run lists where pt-tvm's speed-up over a peer moved (issue 12's closing note); its rows match the
+    baseline's although the template since gained a parameter (``trans_B``) that the old rows do not name."""
+    from benchmarks.compare import compare_runs, ratio_moves
+
+    def row(system, ms, queued_ms=None, **extra):
+        r = {"kernel": "gemm", "config": {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16", **extra},
+             "system": system, "valid": True, "ms": ms}
+        return {**r, "queued": {"ms": queued_ms}, "timing": "cuda-graph"} if queued_ms else r
+
+    old = {"header": {}, "rows": [row("pt-tvm", 1.0), row("cublas", 0.9), row("torch-compile", 0.8)]}
+    new = {"header": {}, "rows": [row("pt-tvm", 1.0, 1.1, trans_B=False), row("cublas", 0.95, 1.0, trans_B=False),
+                                  row("torch-compile", 0.81, 0.9, trans_B=False)]}
+    moves = ratio_moves(new, old, threshold=0.03)
+    assert [(m.peer, round(m.before, 2), round(m.after, 2)) for m in moves] == [("cublas", 0.9, 0.95)]
+    assert math.isclose(moves[0].after_queued, 1.0 / 1.1) and math.isclose(moves[0].change, 0.95 / 0.9 - 1)
+    assert compare_runs(new, old).compared == 1  # pt-tvm's row matched across the new default
+    assert ratio_moves(new, old, threshold=0.1) == []
+    transposed = {"header": {}, "rows": [row("pt-tvm", 1.0, trans_B=True), row("cublas", 0.5, trans_B=True)]}
+    assert ratio_moves(transposed, old) == []  # a different problem, not a move
