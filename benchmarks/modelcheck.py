@@ -22,7 +22,7 @@ from pt_tvm import cost, hw
 
 from .calibration import samples_from_run
 from .roofline import chip_of_device
-from .runfile import RunFileError, row_problem
+from .runfile import RunFileError, checked_run
 
 __all__ = ["MIN_PLANS", "ConfigCheck", "Summary", "ranks", "spearman", "check_rows", "summarize",
            "load_runs", "table", "cmd_model_check"]
@@ -139,14 +139,7 @@ def load_runs(path: str) -> list[tuple[str, dict]]:
         raise RunFileError(f"{path}: cannot read it as a run ({e})") from None
     runs = data.get("runs") if isinstance(data, dict) else None
     named = list(runs.items()) if isinstance(runs, dict) else [(path, data)]
-    for name, run in named:
-        if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
-            raise RunFileError(f"{name}: not a benchmark run (expected an object with a 'rows' list)")
-        for k, row in enumerate(run["rows"]):
-            problem = row_problem(row)
-            if problem:
-                raise RunFileError(f"{name}: row {k}: {problem}")
-    return named
+    return [(name, checked_run(name, run, need_rows=False)) for name, run in named]
 
 
 def _device(run: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any, Mapping
 
-__all__ = ["RunFileError", "load_run", "row_problem"]
+__all__ = ["RunFileError", "load_run", "checked_run", "row_problem"]
 
 
 class RunFileError(ValueError):
@@ -60,14 +60,20 @@ def load_run(path: str, *, need_rows: bool = True) -> dict:
     except json.JSONDecodeError as e:
         raise RunFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}; "
                            f"truncated or corrupt?)") from None
+    return checked_run(path, run, need_rows=need_rows)
+
+
+def checked_run(name: str, run: Any, *, need_rows: bool = True) -> dict:
+    """``run`` (parsed JSON, ``name`` for errors) checked as :func:`load_run` checks a file's, its header
+    defaulted to ``{}``."""
     if not isinstance(run, dict) or not isinstance(run.get("rows"), list):
-        raise RunFileError(f"{path}: not a benchmark run (expected an object with a 'rows' list)")
+        raise RunFileError(f"{name}: not a benchmark run (expected an object with a 'rows' list)")
     if not isinstance(run.setdefault("header", {}), dict):
-        raise RunFileError(f"{path}: 'header' is not an object")
+        raise RunFileError(f"{name}: 'header' is not an object")
     if need_rows and not run["rows"]:
-        raise RunFileError(f"{path}: the run has no rows (an empty or aborted run)")
+        raise RunFileError(f"{name}: the run has no rows (an empty or aborted run)")
     for k, row in enumerate(run["rows"]):
         problem = row_problem(row)
         if problem:
-            raise RunFileError(f"{path}: row {k}: {problem}")
+            raise RunFileError(f"{name}: row {k}: {problem}")
     return run

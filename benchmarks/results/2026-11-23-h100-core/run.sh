@@ -12,7 +12,13 @@
 # A first `gm` call at 1fcbe6e stopped: gemm-core was cut off after 7 of 12 configs (300 s), and mamba ended at
 # batch 64 when torch.compile's chunk_state (a 64 GiB intermediate) ran out of memory while timed beside the
 # other systems' CUDA graphs, which took the whole run down. A system failing while timed now loses only its
-# own timing (benchmarks/timing.py); every suite was run again at the fixed commit.
+# own timing (benchmarks/timing.py). At d9542d7: `gm` was cut off again (mamba after chunk_state's 5 configs in
+# 230 s, gemm-core after 7 of 12 in 340 s), `peers` and `attention` ran whole (26 configs, 374 s); a last call
+# of mamba's chunk_scan alone (200 s) finished no config: TileLang's autotuner compiled all 36 configs of each
+# in the timed process (chunk_scan's out_idx=-1 missed the workers' cache; fixed after, in 1f5b030).
+# Measured per config on this H100: gemm-core ~31 s, chunk_state ~27 s, attention-core ~14 s. To finish the
+# re-run at one commit (about 1,150 device seconds with the machine's start): `gm` split in two calls,
+# mamba alone (~280 s) then gemm-core alone (~380 s), then `peers` and `attention`.
 set -u
 step=$1
 export PT_TVM_GIT_COMMIT=${2:-unknown}
