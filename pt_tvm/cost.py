@@ -255,7 +255,8 @@ class _Timeline(Simulation):
         super().__init__(plan, graph, vdev, iters)
         self.cal, self.overhead = cal, cal.overhead
         self.servers = {k: [0.0] * n for k, n in _SERVERS.items()}
-        self.busy = {k: 0.0 for k in _SERVERS}
+        self.busy = {k: 0.0 for k in _SERVERS}  # over the steady iterations
+        self.busy_all = {k: 0.0 for k in _SERVERS}  # over every simulated instance
         self.steady = (iters // 2, iters)
         self.events: list[Event] | None = [] if trace else None
         self.cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
@@ -306,6 +307,7 @@ class _Timeline(Simulation):
                 end += (n - 1) * per_server * INTERLEAVED_DELAY
                 per_server *= n
             pool[k] = begin + per_server
+            self.busy_all[a.seu] += per_server / len(pool)
             if self.steady[0] <= it < self.steady[1]:
                 self.busy[a.seu] += per_server / len(pool)
         if a.stask in self.in_flight:
@@ -341,9 +343,12 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
     span = per_iter * (iters - steady_lo)
     util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in sim.busy.items() if v}
-    # co-resident blocks overlap each other's idle time until the busiest sEU saturates, but not perfectly
-    busiest = max(util.values(), default=1.0)
-    wave_cycles = block * max(1.0, bpe * busiest, 1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP))
+    # co-resident blocks overlap each other's idle time, but not perfectly, until an sEU is busy with all
+    # their work: a block's whole work (prologue, every iteration, epilogue), not its steady loop's share
+    # of its duration, which would count a short loop's fill and epilogue as busy too
+    extra = max(0.0, graph.loop.trip_count - iters) / (iters - steady_lo)
+    work = max((sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy), default=0.0)
+    wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     hidden = 0.0
     if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
         fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
