@@ -14,13 +14,12 @@ over a peer moved between two runs (what a re-run changed, and where).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from pt_tvm import templates
 
-from .report import SUBJECT, config_label, geomean, is_peer
+from .report import SUBJECT, config_key, config_label, geomean, is_peer
 from .runfile import load_run
 
 __all__ = ["Comparison", "compare_runs", "compare_files", "RatioMove", "ratio_moves"]
@@ -60,14 +59,13 @@ class Comparison:
 
 
 def _identity(row: Mapping[str, Any]) -> str:
-    """A row's config as :func:`benchmarks.report.config_key` names it, over the template's current defaults:
-    a run made before a parameter existed (``trans_B``, ``softmax_scale``) ran at its default."""
+    """A row's :func:`benchmarks.report.config_key` over the template's current defaults: a run made before a
+    parameter existed (``trans_B``, ``softmax_scale``) ran at its default."""
     try:
         defaults = dict(templates.get(row["kernel"]).problem)
     except templates.TemplateError:  # a layer of the layers suite, not a template
         defaults = {}
-    key = row["kernel"] + " " + json.dumps({**defaults, **row["config"]}, sort_keys=True, default=str)
-    return key + (f" ({row['note']})" if row.get("note") else "")
+    return config_key({**row, "config": {**defaults, **row["config"]}})
 
 
 def _name(row: Mapping[str, Any]) -> str:

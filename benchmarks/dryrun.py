@@ -23,7 +23,7 @@ from pt_tvm import templates
 from pt_tvm.compiler import lower_planned, schedule_template
 from pt_tvm.tune import DEFAULT_TOP_K, diverse_top
 
-from .suite import Config, _error, _short
+from .suite import Config, _short, error_text
 from .systems import AUTOTUNE_NUM_STAGES, autotune_configs, autotune_jit, grid_blocks, role_based_ws_configs
 
 __all__ = ["dry_run_configs"]
@@ -87,7 +87,7 @@ def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = None,
             problem, _ = template.resolve(**cfg.problem)
             setup_error = ""
         except Exception as e:  # a config the template rejects is a failed row per system
-            problem, setup_error = dict(cfg.problem), _error(e)
+            problem, setup_error = dict(cfg.problem), error_text(e)
         pt_info: dict | Exception | None = None  # computed once for pt-tvm and pt-tvm-model
         for system in cfg.systems:
             row = {"suite": cfg.suite, "kernel": cfg.kernel, "config": dict(problem), "system": system,
@@ -115,7 +115,7 @@ def dry_run_configs(configs: Iterable[Config], vdev: Any, *, log: Any = None,
                 else:
                     row["skipped"] = "peers are built, checked and timed only on a GPU"
             except Exception as e:  # the harness records failures as rows, as on the GPU
-                row.update(valid=False, error=_error(e))
+                row.update(valid=False, error=error_text(e))
             rows.append(row)
             state = {True: "ok", False: "FAILED", None: "skipped"}[row["valid"]]
             print(f"{cfg.kernel:<16} {_short(problem):<52} {system:<17} dry-run {state}  "

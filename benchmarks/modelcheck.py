@@ -21,6 +21,7 @@ import numpy as np
 from pt_tvm import cost, hw
 
 from .calibration import samples_from_run
+from .report import geomean
 from .roofline import chip_of_device
 from .runfile import RunFileError, checked_run
 
@@ -104,7 +105,7 @@ def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
 def _summary(kernel: str, checks: Sequence[ConfigCheck]) -> Summary:
     gaps = [c.gap for c in checks]
     rhos = [c.spearman for c in checks if c.spearman is not None]
-    return Summary(kernel, len(checks), math.exp(sum(map(math.log, gaps)) / len(gaps)), max(gaps),
+    return Summary(kernel, len(checks), geomean(gaps), max(gaps),
                    sum(rhos) / len(rhos) if rhos else None, min(rhos) if rhos else None, len(checks) - len(rhos))
 
 

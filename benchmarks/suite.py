@@ -31,7 +31,7 @@ from .precompile import Precompiler
 from .systems import AUTOTUNE_NUM_STAGES, build_system, flops_per_second
 from .timing import TwoWays, time_two_ways
 
-__all__ = ["Config", "run_configs", "verdict", "timing_fields", "header", "write_run"]
+__all__ = ["Config", "run_configs", "verdict", "timing_fields", "time_rows", "error_text", "header", "write_run"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,17 @@ def timing_fields(t: TwoWays, flops: float) -> dict:
             "tflops": flops_per_second(flops, head.ms) / 1e12}
 
 
+def time_rows(rows: Sequence[dict], built: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], flops: float, *,
+              rounds: int, warmup_ms: float, rep_ms: float) -> None:
+    """Time the ``built`` systems two ways in the same rounds (:func:`benchmarks.timing.time_two_ways`) and
+    write each one's :func:`timing_fields` into its row."""
+    timings = time_two_ways(built, sets, rounds=rounds, warmup_ms=warmup_ms, round_ms=rep_ms / rounds,
+                            describe=error_text)
+    for row in rows:
+        if row["system"] in timings:
+            row.update(timing_fields(timings[row["system"]], flops))
+
+
 def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any], *, log: Any,
                 warmup_ms: float, rep_ms: float, rounds: int, sms: int) -> list[dict]:
     """Build, check and time every system of one config on the same inputs; its rows."""
@@ -185,26 +196,23 @@ def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any
                 torch.cuda.synchronize()
                 built[system] = fn
             except Exception as e:  # a launch failure (e.g. too much shared memory) is a result
-                row["error"] = _error(e)
+                row["error"] = error_text(e)
                 torch.cuda.synchronize()
         rows.append(row)
-    timings = time_two_ways(built, sets, rounds=rounds, warmup_ms=warmup_ms, round_ms=rep_ms / rounds,
-                            describe=_error)
+    time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms)
     for row in rows:
-        t = timings.get(row["system"])
-        if t is not None:
-            row.update(timing_fields(t, flops))
         tf = f"{row['tflops']:.0f}" if row["tflops"] else "-"
         queued = (row.get("queued") or {}).get("ms")
         print(f"{cfg.kernel:<16} {_short(problem):<40} {row['system']:<17} {tf:>6} TFLOP/s "
               f"({row.get('timing', '-')}; queued {f'{queued:.4f} ms' if queued else '-'})  err={row['rel_err']}  "
               f"valid={row['valid']}  {row.get('error', '')} {row.get('graph_error', '')}", file=log, flush=True)
-    del sets, check_inputs, refs, built, timings
+    del sets, check_inputs, refs, built
     torch.cuda.empty_cache()
     return rows
 
 
-def _error(e: Exception) -> str:
+def error_text(e: BaseException) -> str:
+    """An error as a row records it: its type and the last line of its message (at most 300 characters)."""
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[-1][:300] if text else ''}"
 

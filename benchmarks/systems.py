@@ -11,6 +11,7 @@ of thread blocks a TileLang kernel launches (peers' grids are not known).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -24,6 +25,7 @@ from tilelang import tvm
 from tilelang.transform import PassConfigKey
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from pt_tvm import templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import kernel_outputs
 from pt_tvm.templates import TemplateError
@@ -170,9 +172,16 @@ def autotune_jit(template: Any, vdev: Any, problem: Mapping[str, Any]) -> Any:
     writes a kernel for ``tilelang.autotune``. Output indices are counted from the front of ``problem``'s
     PrimFunc: TileLang's autotuner resolves a negative one before it looks up its kernel cache, so a kernel
     the run's workers compiled with ``-1`` (chunk_scan's output) was compiled again by the timed process."""
-    params = len(template.build(**problem).params)
+    params = _param_count(template.name, tuple(sorted(problem.items())))
     return tilelang.jit(out_idx=[i % params for i in template.out_idx], target=vdev.tvm_target(),
                         pass_configs=dict(template.pass_configs))(template.builder)
+
+
+@functools.lru_cache(maxsize=64)
+def _param_count(name: str, problem: tuple) -> int:
+    """Parameters of template ``name``'s PrimFunc at ``problem`` (its items), built once per process: a
+    compile worker makes the autotuner's jit for each of a config's tiles."""
+    return len(templates.get(name).build(**dict(problem)).params)
 
 
 @contextlib.contextmanager

@@ -24,8 +24,7 @@ from pt_tvm.errors import PtTvmError
 from pt_tvm.measure import check_call, input_sets
 from pt_tvm.ops import kernels as pt_kernels
 
-from ..suite import Config, timing_fields, verdict
-from ..timing import time_two_ways
+from ..suite import Config, error_text, time_rows, verdict
 from .models import EAGER, LAYERS, LlamaShape, Mamba2Shape, twin
 from .opsets import PT_TVM, mamba_ssm
 from .warm import Warmer, kernel_calls
@@ -129,13 +128,8 @@ def _refusal(system: str, e: BaseException) -> str | None:
             return f"pt-tvm refuses: {type(cause).__name__}: {' '.join(str(cause).split())[:400]}"
         cause = cause.__cause__ or cause.__context__
     if system == "mamba-ssm" and isinstance(e, ImportError):
-        return f"not installed: {_error(e)} (benchmarks/fetch_mamba_ssm.sh, then PYTHONPATH=.peers/mamba)"
+        return f"not installed: {error_text(e)} (benchmarks/fetch_mamba_ssm.sh, then PYTHONPATH=.peers/mamba)"
     return None
-
-
-def _error(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[-1][:300] if text else ''}"
 
 
 @contextlib.contextmanager
@@ -216,20 +210,16 @@ def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, w
         except Exception as e:  # a refusal is a skipped row, anything else an invalid one
             torch.cuda.synchronize()
             why = _refusal(system, e)
-            row.update({"valid": None, "skipped": why} if why else {"valid": False, "error": _error(e)})
+            row.update({"valid": None, "skipped": why} if why else {"valid": False, "error": error_text(e)})
         rows.append(row)
     del ref
-    timings = time_two_ways(built, sets, rounds=rounds, warmup_ms=warmup_ms, round_ms=rep_ms / rounds,
-                            describe=_error)
+    time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms)
     for row in rows:
-        t = timings.get(row["system"])
-        if t is not None:
-            row.update(timing_fields(t, flops))
         ms = f"{row['ms']:.3f} ms" if row["ms"] else "-"
         print(f"{cfg.kernel:<12} b{problem['batch']:<3} s{problem['seqlen']:<5} {row['system']:<27} {ms:>11} "
               f"err={row['rel_err']} valid={row['valid']} {row.get('error') or row.get('skipped') or ''}",
               file=log, flush=True)
-    del sets, x, built, timings, layer
+    del sets, x, built, layer
     gc.collect()
     torch.cuda.empty_cache()
     return rows
@@ -251,7 +241,7 @@ def dry_run_configs(configs: Iterable[Config], *, log: Any = None) -> list[dict]
                 try:
                     row["kernels"] = [str(c) for c in kernel_calls(cfg.kernel, cfg.problem)]
                 except Exception as e:  # the ops refused the layer's arguments already on meta tensors
-                    row.update(valid=False, error=_error(e))
+                    row.update(valid=False, error=error_text(e))
             rows.append(row)
         print(f"{cfg.kernel:<12} b{cfg.problem['batch']:<3} s{cfg.problem['seqlen']:<5} "
               f"{', '.join(cfg.systems)}", file=log, flush=True)
