@@ -90,7 +90,7 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     return kernel_outputs(template, tr.kernel), _planned_info(
         tr.kernel.prim_func, template, problem, best.plan, plan=best.note, tile=dict(best.plan.tile),
         search_s=round(tr.search.seconds, 3),
-        tune_s=round(time.perf_counter() - t0, 1), predicted_ms=best.seconds * 1e3,
+        tune_s=round(time.perf_counter() - t0, 1), predicted_ms=best.seconds * 1e3, candidates_timing=tr.timing,
         candidates=[{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),
                      "predicted_ms": m.candidate.seconds * 1e3, "ms": m.ms, "rel_err": m.rel_err, "error": m.error,
                      "plan": m.candidate.plan.to_dict()} for m in tr.measured])

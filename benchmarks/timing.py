@@ -13,48 +13,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from pt_tvm.measure import Queued, Timing, time_samplers
+from pt_tvm.measure import GRAPH, QUEUED, Graphed, Queued, Timing, capture, time_samplers
 
-__all__ = ["Graphed", "capture", "TwoWays", "time_two_ways", "QUEUED", "GRAPH"]
-
-QUEUED, GRAPH = "queued", "cuda-graph"
-
-
-@dataclass(frozen=True)
-class Graphed:
-    """A CUDA graph of one call per input set; a sample is one replay, its per-call time the replay's
-    time over the calls it holds."""
-
-    graph: Any  # torch.cuda.CUDAGraph
-    calls_per_sample: int
-
-    def __call__(self, samples: int, offset: int = 0) -> list[float]:
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(samples)]
-        for start, end in events:
-            start.record()
-            self.graph.replay()
-            end.record()
-        torch.cuda.synchronize()
-        return [start.elapsed_time(end) / self.calls_per_sample for start, end in events]
-
-
-def capture(fn: Callable[..., Any], sets: Sequence[tuple]) -> Graphed:
-    """Capture ``fn`` once on each input set into one CUDA graph (after a warm-up on a side stream,
-    as ``torch.cuda.graphs`` asks); raises what the capture raised."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for inputs in sets[:2]:
-            fn(*inputs)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for inputs in sets:
-            fn(*inputs)
-    torch.cuda.synchronize()
-    return Graphed(graph, len(sets))
+__all__ = ["TwoWays", "time_two_ways"]
 
 
 @dataclass(frozen=True)

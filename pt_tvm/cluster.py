@@ -151,7 +151,7 @@ class DatabaseLedger:
         error = outcome.error if status is Status.FAILED else str(answer.get("error", "" if status is Status.OK
                                                                              else "no time in the answer"))
         meta = {**ctx["meta"], "warmup_ms": p.get("warmup_ms"), "rep_ms": p.get("rep_ms"),
-                **{k: answer[k] for k in ("build_s", "worker_s", "calls") if k in answer},
+                **{k: answer[k] for k in ("build_s", "worker_s", "calls", "timing") if k in answer},
                 "session_s": round(outcome.seconds, 3)}
         ok = status is Status.OK
         self.db.append(Record(ctx["key"], outcome.task.id, p["template"], p["problem"], ctx["chip"], p["plan"], status,

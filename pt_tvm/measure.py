@@ -1,8 +1,10 @@
 """Measuring kernels on a GPU: one protocol for timing, one for correctness (tuning and benchmarks share it).
 
-Timing: CUDA events around each call, a warm-up measured in milliseconds,
-the median over many calls, and inputs rotated over enough sets that their
-total exceeds twice the L2 so repeated calls do not read warm tiles.
+Timing: CUDA events around each call (queued back to back) or around the
+replay of a captured CUDA graph (the host's launch path out, as serving
+stacks run kernels), a warm-up measured in milliseconds, the median over
+many calls, and inputs rotated over enough sets that their total exceeds
+twice the L2 so repeated calls do not read warm tiles.
 Correctness: every output of a call against the template's float32 PyTorch
 reference on fresh random inputs (never zeros), ``||out - ref|| / ||ref||``
 per output, with the free memory of PyTorch's CUDA caching allocator filled
@@ -18,13 +20,15 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import torch
 
-__all__ = ["Timing", "Sampler", "Queued", "time_samplers", "time_interleaved", "rel_err", "input_sets", "REL_TOL",
+__all__ = ["Timing", "Sampler", "Queued", "Graphed", "capture", "time_samplers", "time_interleaved",
+           "time_replayed", "QUEUED", "GRAPH", "rel_err", "input_sets", "REL_TOL",
            "NanMemory", "nan_prefill", "OutputCheck", "check_call", "as_outputs", "kernel_outputs"]
 
 # fp16/bf16 operands with fp32 accumulation. Every correct kernel of the recorded H200 runs, peers included,
 # stayed under 7.5e-4 (fp16) and 5.9e-3 (bf16); a chunk_scan plan that read shared memory still being filled
 # scored 7e-3 in fp16, which a bound of 1e-2 let through.
 REL_TOL = {"float16": 2e-3, "bfloat16": 1e-2}
+QUEUED, GRAPH = "queued", "cuda-graph"  # the two ways of timing a call
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,43 @@ class Queued:
             end.record()
         torch.cuda.synchronize()
         return [start.elapsed_time(end) for start, end in events]
+
+
+@dataclass(frozen=True)
+class Graphed:
+    """A CUDA graph of one call per input set; a sample is one replay, its per-call time the replay's
+    time over the calls it holds."""
+
+    graph: Any  # torch.cuda.CUDAGraph
+    calls_per_sample: int
+
+    def __call__(self, samples: int, offset: int = 0) -> list[float]:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(samples)]
+        for start, end in events:
+            start.record()
+            self.graph.replay()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) / self.calls_per_sample for start, end in events]
+
+
+def capture(fn: Callable[..., Any], sets: Sequence[tuple]) -> Graphed:
+    """Capture ``fn`` once on each input set into one CUDA graph (after a warm-up on a side stream,
+    as ``torch.cuda.graphs`` asks); raises what the capture raised."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for inputs in sets[:2]:
+            fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for inputs in sets:
+            fn(*inputs)
+    torch.cuda.synchronize()
+    return Graphed(graph, len(sets))
 
 
 def _summary(times: list[float], calls: int) -> Timing:
@@ -124,6 +165,20 @@ def time_interleaved(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple
                      warmup_ms: float = 100.0, round_ms: float = 100.0) -> dict[str, Timing]:
     """:func:`time_samplers` of callables queued back to back (:class:`Queued`), inputs cycling through ``sets``."""
     return time_samplers({name: Queued(fn, sets) for name, fn in fns.items()}, rounds, warmup_ms, round_ms)
+
+
+def time_replayed(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], rounds: int = 5,
+                  warmup_ms: float = 100.0, round_ms: float = 100.0) -> tuple[str, dict[str, Timing]]:
+    """(way, timings): every callable replayed from a CUDA graph of one call per input set (``GRAPH``), as the
+    benchmarks' headline times them; if any capture fails, all are timed queued (``QUEUED``), so the
+    callables are always compared one way. Where calls are short, queued timing measures the host's launch
+    path, which is the same for every plan of a template, and ties them."""
+    try:
+        graphs = {name: capture(fn, sets) for name, fn in fns.items()}
+    except Exception:  # a callable that cannot be captured: compare all of them queued
+        torch.cuda.synchronize()  # a capture that broke the CUDA context stops here, loudly
+        return QUEUED, time_interleaved(fns, sets, rounds, warmup_ms, round_ms)
+    return GRAPH, time_samplers(graphs, rounds, warmup_ms, round_ms)
 
 
 def rel_err(out: Any, ref: Any) -> float:

@@ -27,7 +27,7 @@ from . import __version__, hw, templates
 from .compiler import planned_func, schedule_template
 from .errors import one_line
 from .graph import Placement
-from .measure import REL_TOL, as_outputs, check_call, input_sets, kernel_outputs, time_interleaved
+from .measure import REL_TOL, as_outputs, check_call, input_sets, kernel_outputs, time_replayed
 from .passes import apply_plan
 from .plan import ExecutionPlan
 from .search import Candidate, SearchResult, SearchSpace
@@ -57,6 +57,7 @@ class TuneResult:
     measured: tuple[Measured, ...]
     search: SearchResult
     problem: Mapping[str, Any]
+    timing: str  # how the candidates were timed: pt_tvm.measure.GRAPH, or QUEUED where a capture failed
 
     def samples(self) -> list[tuple]:
         """(plan, graph, seconds) triples for :func:`pt_tvm.cost.calibrate`."""
@@ -216,8 +217,9 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     cache with :func:`search_jobs` and :func:`warm` then only loads them, and can hand over the
     search those workers did as ``searched``).
 
-    Candidates are timed in alternating rounds (``pt_tvm.measure.time_interleaved``), so drift
-    during the run cannot favour one of them.
+    Candidates are timed in alternating rounds, so drift during the run cannot favour one of them, each
+    replayed from a CUDA graph (``pt_tvm.measure.time_replayed``): queued calls of a short kernel time the
+    host's launch path, the same for every plan, and would pick among them by noise.
     """
     vdev = hw.for_target(target)
     template = templates.get(name)
@@ -251,23 +253,24 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     checked, suspect = _error_outliers(checked)
     failed += [Measured(c, None, err, f"suspect result: relative error {err:.3g} is over {_OUTLIER:g}x the "
                         f"smallest of the other plans (a race?)") for c, err in suspect]
-    times = time_interleaved({str(id(c)): kernels[id(c)] for c, _ in checked}, sets,
-                             warmup_ms=warmup_ms, round_ms=rep_ms / 5)
+    way, times = time_replayed({str(id(c)): kernels[id(c)] for c, _ in checked}, sets,
+                               warmup_ms=warmup_ms, round_ms=rep_ms / 5)
     measured = [Measured(c, times[str(id(c))].ms, err) for c, err in checked] + failed
     valid = [m for m in measured if m.valid]
     if not valid:
         raise RuntimeError("no candidate plan compiled and ran correctly:\n"
                            + "\n".join(f"  {m.candidate.note}: {m.error}" for m in measured))
     best = min(valid, key=lambda m: m.ms)
-    return TuneResult(best, kernels[id(best.candidate)], tuple(measured), result, problem)
+    return TuneResult(best, kernels[id(best.candidate)], tuple(measured), result, problem, way)
 
 
 def measure_one(job: Mapping[str, Any]) -> dict:
     """Worker (``pt-tvm worker``): build, check and time one plan on this GPU, with the protocol of
-    :func:`tune_template` (every output checked NaN-prefilled on fresh inputs, then queued calls timed).
+    :func:`tune_template` (every output checked NaN-prefilled on fresh inputs, then timed replayed from a CUDA
+    graph).
 
     ``job``: ``template``, ``problem``, ``plan`` (an ExecutionPlan dict), ``chip`` (a VDevice dict),
-    optionally ``warmup_ms``, ``rep_ms``, ``seed``. Returns ``ms``, ``p20_ms``, ``p80_ms``, ``calls``,
+    optionally ``warmup_ms``, ``rep_ms``, ``seed``. Returns ``ms``, ``p20_ms``, ``p80_ms``, ``calls``, ``timing``,
     ``rel_err``, ``build_s`` and the worker's ``versions``; or ``error``, the plan's fault (it did not
     build, launch, or compute the right result).
     """
@@ -299,9 +302,10 @@ def measure_one(job: Mapping[str, Any]) -> dict:
     if not err <= tol:
         return {**out, "error": f"wrong result: relative error {err:.3g} (tolerance {tol:g})"}
     sets = input_sets(make, sum(t.numel() * t.element_size() for t in check), vdev.l2_bytes, max_sets=8)
-    [t] = time_interleaved({"plan": kernel}, sets, warmup_ms=float(job.get("warmup_ms", 50.0)),
-                           round_ms=float(job.get("rep_ms", 500.0)) / 5).values()
-    return {**out, "ms": t.ms, "p20_ms": t.p20, "p80_ms": t.p80, "calls": t.calls}
+    way, times = time_replayed({"plan": kernel}, sets, warmup_ms=float(job.get("warmup_ms", 50.0)),
+                               round_ms=float(job.get("rep_ms", 500.0)) / 5)
+    t = times["plan"]
+    return {**out, "ms": t.ms, "p20_ms": t.p20, "p80_ms": t.p80, "calls": t.calls, "timing": way}
 
 
 @functools.lru_cache(maxsize=None)

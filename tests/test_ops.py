@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 import pt_tvm.ops as ops
 from pt_tvm import compiler, hw
 from pt_tvm.cache import PlanCache, PlanCacheWarning
-from pt_tvm.measure import REL_TOL, rel_err
+from pt_tvm.measure import GRAPH, REL_TOL, rel_err
 from pt_tvm.ops import checks, kernels
 from pt_tvm.tune import Measured, TuneResult
 
@@ -271,7 +271,7 @@ def test_tuning_only_when_asked_and_its_plan_is_preferred(dispatch, monkeypatch,
         result, problem, build = kernels.schedule_template(name, vdev, params=params)
         best = Measured(result.best, 0.25, 1e-4)
         kernel = kernels.compile_kernel(kernels.templates.get(name), problem, build(), vdev)
-        return TuneResult(best, kernel, (best,), result, problem)
+        return TuneResult(best, kernel, (best,), result, problem, GRAPH)
 
     monkeypatch.setattr(kernels, "tune_template", tune)
     ops.matmul(a, b)

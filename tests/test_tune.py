@@ -37,3 +37,32 @@ def test_error_outliers_flag_a_plan_far_less_accurate_than_its_siblings():
     assert [c for c, _ in kept] == ["a", "b"] and [c for c, _ in suspect] == ["race"]
     assert _error_outliers([("only", 5e-3)]) == ([("only", 5e-3)], [])
     assert _error_outliers([("a", 2e-4), ("b", 6e-4)])[1] == []
+
+
+def test_candidates_are_timed_replayed_and_all_queued_if_one_cannot_be_captured(monkeypatch):
+    """The tuner compares its plans as the benchmarks' headline times them, replayed from CUDA graphs (queued
+    calls of a short kernel time the launch path and tie every plan); if any plan cannot be captured, all are
+    timed queued, never a mix (CPU stand-ins for CUDA events and graphs)."""
+    import torch
+
+    from pt_tvm import measure
+
+    class Fake:
+        def __init__(self, ms, calls_per_sample=1):
+            self.ms, self.calls_per_sample = ms, calls_per_sample
+
+        def __call__(self, samples, offset=0):
+            return [self.ms] * samples
+
+    def capture(fn, sets):
+        if fn == "uncapturable":
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return Fake(fn, calls_per_sample=len(sets))
+
+    monkeypatch.setattr(measure, "capture", capture)
+    monkeypatch.setattr(measure, "Queued", lambda fn, sets: Fake(9.0))  # launch-bound: every plan ties
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    way, got = measure.time_replayed({"a": 0.5, "b": 0.25}, [(), ()], rounds=2, warmup_ms=1.0, round_ms=4.0)
+    assert way == measure.GRAPH and (got["a"].ms, got["b"].ms) == (0.5, 0.25)
+    way, got = measure.time_replayed({"a": 0.5, "b": "uncapturable"}, [()], rounds=2, warmup_ms=1.0, round_ms=4.0)
+    assert way == measure.QUEUED and got["a"].ms == got["b"].ms == 9.0
