@@ -79,7 +79,7 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
     template = templates.get(name)
     problem, pins = template.resolve_problem(**dict(params or {}))
     vdev = hw.for_target(target)
-    cands = [dict(t) for t in tiles] if tiles is not None else template.tile_candidates(problem, pins)
+    cands = [dict(t) for t in tiles] if tiles is not None else template.tile_candidates(problem, vdev.features, pins)
     funcs: dict[int, tuple[STaskGraph, Any]] = {}  # id(graph) -> (graph, its PrimFunc), the graph kept alive
 
     def graph_of(tile: Mapping[str, Any]) -> STaskGraph:

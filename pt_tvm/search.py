@@ -113,9 +113,8 @@ def _configuration(plan: ExecutionPlan) -> tuple:
 
 def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
                  calibration: Calibration | None = None, tile: Mapping[str, Any] | None = None,
-                 stats: Counter | None = None, warp_specialize: bool = True) -> list[Candidate]:
-    """Every verified candidate plan for one graph (the intra-EU level), fastest predicted first; without
-    ``warp_specialize``, software-pipelined plans only."""
+                 stats: Counter | None = None) -> list[Candidate]:
+    """Every verified candidate plan for one graph (the intra-EU level), fastest predicted first."""
     rng = random.Random(seed)
     stats = stats if stats is not None else Counter()
     seen: set = set()
@@ -139,7 +138,7 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     # configurations compete in the order that moves the least through DRAM: where DRAM binds in launch
     # order, every configuration would price alike there and the best few would be picked blindly
     order = least_dram_order(graph, vdev, tile_orders(graph))
-    for plan, note in base_plans(graph, vdev, space, rng, tile or {}, warp_specialize=warp_specialize):
+    for plan, note in base_plans(graph, vdev, space, rng, tile or {}):
         if plan is not None:
             consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
                                                                f", tiles in {order.describe()}"))
@@ -202,22 +201,16 @@ def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping
 def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
            calibration: Calibration | None = None, tiles: Sequence[Mapping[str, Any]] | None = None,
            flops: float | None = None) -> SearchResult:
-    """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first. A
-    warp-specialized plan sets its own warps, so tiles that differ only in ``threads`` get them once (the
-    first such tile's); software-pipelined plans run with the tile's threads, so every one gets those.
+    """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first.
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
     t0 = time.perf_counter()
     stats: Counter = Counter()
     ranked: list[Candidate] = []
-    warped: set = set()  # tiles (but their threads) already given warp-specialized plans
     for i, graph in enumerate(graphs):
-        tile = tiles[i] if tiles else None
-        key = tuple(sorted((k, v) for k, v in (tile or {}).items() if k != "threads"))
-        ranked += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration, tile=tile, stats=stats,
-                               warp_specialize=key not in warped)
-        warped.add(key)
+        ranked += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration,
+                               tile=tiles[i] if tiles else None, stats=stats)
     ranked.sort(key=_rank)
     rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
     if not stats["considered"]:

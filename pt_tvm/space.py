@@ -345,10 +345,9 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
 
 
 def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
-               tile: Mapping[str, Any], warp_specialize: bool = True) -> Iterable[tuple[ExecutionPlan | None, str]]:
+               tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
     """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
-    one probe alone where a configuration breaks a limit no order can fix. Warp-specialized ones only with
-    ``warp_specialize`` and a chip that has them."""
+    one probe alone where a configuration breaks a limit no order can fix."""
     priorities: list[Any] = list(Priority)
     ids = [t.id for t in graph.loop_stasks]
     for _ in range(space.random_orders):
@@ -357,7 +356,7 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     def pname(p: Any) -> str:
         return p.value if isinstance(p, Priority) else "random"
 
-    if warp_specialize and "warp_specialization" in vdev.features:
+    if "warp_specialization" in vdev.features:
         loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if is_load(t, graph)})
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
             probe = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},

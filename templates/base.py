@@ -110,17 +110,26 @@ class Template:
         problem, tile = self.resolve(**overrides)
         return self.builder(**problem, **tile, num_stages=num_stages)
 
-    def tile_candidates(self, problem: Mapping[str, Any], pins: Mapping[str, Any] | None = None) -> list[dict]:
+    def tile_candidates(self, problem: Mapping[str, Any], features: frozenset = frozenset(),
+                        pins: Mapping[str, Any] | None = None) -> list[dict]:
         """The tile space (the inter-EU level of the search) at ``problem``, each parameter in ``pins`` fixed
-        to its value, minus combinations the template rejects."""
+        to its value, minus combinations the template rejects; warp-specialized plans set their warps
+        themselves, so with ``warp_specialization`` among a chip's ``features`` one ``threads`` value per tile
+        suffices (software-pipelined plans at a tile's other thread counts ran 1.3-3x slower than the best
+        plan on 72 of 73 measured on one H100, 2026-11-23; docs/NOTES-parity.md)."""
         space = {**self.tile_space, **{k: (v,) for k, v in (pins or {}).items()}}
-        out = []
+        ws = "warp_specialization" in features and "threads" in space
+        out, seen = [], set()
         for values in itertools.product(*space.values()):
             tile = dict(zip(space, values))
+            key = tuple((k, v) for k, v in tile.items() if not (ws and k == "threads"))
+            if key in seen:
+                continue
             try:
                 self.resolve(**problem, **tile)
             except TemplateError:
                 continue
+            seen.add(key)
             out.append(tile)
         return out
 

@@ -152,7 +152,7 @@ def test_random_template_parameters_resolve_or_name_the_parameter():
             overrides[key] = rng.choice(BAD_VALUES + good * 4 + [str(rng.randint(1, 20000))])
         try:
             problem, tile = t.resolve(**overrides)
-            t.tile_candidates(problem)
+            t.tile_candidates(problem, hw.get("h100").features)
             ok += 1
         except PtTvmError as e:
             assert _one_line(str(e)), f"{t.name} {overrides}: {e!r}"
