@@ -176,6 +176,10 @@ def build_chunk_scan(
     ``dt``-weighted scores in a register fragment (input dtype, the GEMM's A operand),
     stages ``x`` of the keys and accumulates ``scores @ x``. After it: ``+ D[h] * x_rows``
     (``has_d``), then the store in ``x``'s dtype.
+
+    The decay before the loop reads ``dA_cumsum`` from global memory, not ``dA_m_shared``: TileLang's warp
+    specialization makes the copy of a buffer the loop reads a TMA load that only the loop waits for, so a
+    read of it before the loop would race that load (docs/NOTES-parity.md).
     """
     nchunks = n_chunks(seqlen, chunk)
 
@@ -213,7 +217,7 @@ def build_chunk_scan(
         T.copy(prev_states[blk.b, blk.c, blk.h, blk.t * block_N:(blk.t + 1) * block_N, :], S_shared)
         T.gemm(C_shared, S_shared, acc, transpose_B=True, clear_accum=True)
         for i, j in T.Parallel(block_M, block_N):
-            acc[i, j] *= T.exp2(dA_m_shared[i] * _LOG2E)
+            acc[i, j] *= T.exp2(dA_cumsum[blk.b, blk.h, blk.c, by * block_M + i] * _LOG2E)
         for k in T.Pipelined(key_blocks(by), num_stages=num_stages):
             T.copy(cb[blk.b, blk.c, blk.g, by * block_M:(by + 1) * block_M, k * block_K:(k + 1) * block_K],
                    cb_shared)

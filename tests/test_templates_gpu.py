@@ -70,6 +70,17 @@ def test_gemm_rowsum() -> None:
     _check("gemm_rowsum", *_default_schedule("gemm_rowsum", GEMM, 3))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_stages", [2, 3])
+@pytest.mark.parametrize("tile", [{}, {"block_M": 128}], ids=["default_tile", "block_M128"])
+def test_chunk_scan(num_stages: int, tile: dict) -> None:
+    """TileLang's own schedule of chunk_scan (warp-specialized on Hopper) at the benchmarks' depths and the
+    autotuner's tile: the rows' decays are read before the loop, and a first row block has fewer key
+    blocks than stages (docs/NOTES-parity.md)."""
+    label = f"chunk_scan_{'_'.join(f'{k}{v}' for k, v in tile.items()) or 'default'}_ns{num_stages}"
+    _check(label, *_default_schedule("chunk_scan", {"seqlen": 1024, **tile}, num_stages))
+
+
 SEARCHED = [
     ("gemm", dict(GEMM)),
     ("gemm", dict(GEMM, dtype="bfloat16")),
