@@ -31,7 +31,7 @@ from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style
 from pt_tvm.verify import verify
 
 from .extract import graph_for
-from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, top_level
+from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, top_level
 
 __all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
 
@@ -41,6 +41,8 @@ _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
 _CONFIGS = "pt_tvm.pass_configs"  # PrimFunc attribute: TileLang pass configs the plan needs (JSON)
 _STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted needs of a software pipeline (JSON)
 _BARRIERS = "pt_tvm.named_barriers"  # PrimFunc attribute: the named-barrier ids the plan's handoffs take (JSON)
+_GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
+_POLICY = 5  # a gemm tile op's scalars after its regions: trans_A, trans_B, M, N, K, policy, ...
 
 
 class ScheduleMismatch(PtTvmError, ValueError):
@@ -67,6 +69,8 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
         new_block = _software_pipeline(block, plan, graph, walk)
     body = tirx.stmt_functor.ir_transform(
         func.body, None, lambda n: new_block if n.same_as(block) else None, ["tirx.SBlock"])
+    if plan.row_split:
+        body = _rows_split(body)
     func = func.with_body(walk.relaunch(body), span=func.span)
     configs = emission_configs(plan, graph, vdev)
     if configs:
@@ -166,6 +170,20 @@ def _stamp_all(stmts: list[tirx.Stmt], ids: Any, waits: Mapping[str, tirx.Stmt] 
         else:
             out.append(_stamp(s, sid))
     return out
+
+
+def _rows_split(body: tirx.Stmt) -> tirx.Stmt:
+    """``body`` with every gemm tile op's warp policy set to ``FullRow``: its warpgroups split the tile by rows."""
+
+    def rewrite(call: tirx.Call) -> tirx.Call | None:
+        if not isinstance(call.op, tvm.ir.Op) or op_name(call) not in _GEMM_OPS:
+            return None
+        regions = next(i for i, a in enumerate(call.args) if not isinstance(a, tirx.Call))
+        args = list(call.args)
+        args[regions + _POLICY] = tirx.IntImm(args[regions + _POLICY].dtype, int(T.GemmWarpPolicy.FullRow))
+        return tirx.Call(call.dtype, call.op, args, call.annotations)
+
+    return tirx.stmt_functor.ir_transform(body, None, rewrite, ["tirx.Call"])
 
 
 def _wgmma_wait(offsets: tuple[int, ...], k: tirx.Var) -> tirx.Stmt:

@@ -201,6 +201,11 @@ class ExecutionPlan:
     persistent : bool
         One block per EU walks the output tiles in ``tile_order`` (a persistent kernel): the next tile's
         loads overlap the current tile's epilogue.
+    row_split : bool
+        The warpgroups running a gemm split its tile by rows only (TileLang's ``GemmWarpPolicy.FullRow``, as
+        CUTLASS's cooperative kernel does): each issues ``m64nN`` wgmmas over the tile's full width, where the
+        template's policy may split the width (a 128x256 tile: one ``m64n256k16`` per k16 instead of two
+        ``m64n128k16`` rereading B).
     """
 
     graph: str
@@ -213,6 +218,7 @@ class ExecutionPlan:
     tile: Mapping[str, Any] = field(default_factory=dict)
     tile_order: TileOrder = TileOrder()
     persistent: bool = False
+    row_split: bool = False
 
     # ------------------------------------------------------------ views
     @functools.cached_property
@@ -290,7 +296,8 @@ class ExecutionPlan:
              "roles": [asdict(r) for r in self.roles], "steps": steps,
              "pipelines": [{**asdict(p), "buffers": list(p.buffers)} for p in self.pipelines],
              "num_stages": self.num_stages, "tile": dict(self.tile),
-             "tile_order": asdict(self.tile_order), "persistent": self.persistent}
+             "tile_order": asdict(self.tile_order), "persistent": self.persistent,
+             "row_split": self.row_split}
         return json.loads(json.dumps(d, default=lambda o: o.value))
 
     def to_json(self) -> str:
@@ -310,7 +317,8 @@ class ExecutionPlan:
                        roles=tuple(Role(**r) for r in d["roles"]), steps=steps,
                        pipelines=tuple(Pipeline(**{**p, "buffers": tuple(p["buffers"])}) for p in d["pipelines"]),
                        num_stages=int(d["num_stages"]), tile=dict(d.get("tile", {})),
-                       tile_order=TileOrder(**d.get("tile_order", {})), persistent=bool(d.get("persistent", False)))
+                       tile_order=TileOrder(**d.get("tile_order", {})), persistent=bool(d.get("persistent", False)),
+                       row_split=bool(d.get("row_split", False)))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError([Violation("format", f"corrupt plan: {type(e).__name__}: {e}")]) from None
 
@@ -326,7 +334,8 @@ class ExecutionPlan:
         lines = [f"plan for {self.graph} on {self.target}: {self.style.value}, {self.num_warps} warps, "
                  f"num_stages={self.num_stages}" + (f", tile {dict(self.tile)}" if self.tile else "")
                  + ("" if self.tile_order.is_launch_order else f", tiles in {self.tile_order.describe()}")
-                 + (", persistent" if self.persistent else "")]
+                 + (", persistent" if self.persistent else "")
+                 + (", gemm rows split over warpgroups" if self.row_split else "")]
         for r in self.roles:
             lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})"
                          + (f", {r.max_nreg} regs/thread" if r.max_nreg else ""))

@@ -32,6 +32,7 @@ from .space import (
     in_flight_variants,
     overlapped,
     reordered,
+    row_split_variant,
     tile_orders,
     tile_walks,
 )
@@ -104,6 +105,7 @@ _SYNC_STEPS: tuple[tuple[str, Callable], ...] = (
 
 
 _WALK_VARIANTS = 2  # plans per graph tried in every tile order, and persistently
+_ROW_SPLIT_VARIANTS = 4  # plans per graph tried with their gemm tiles split by rows (SearchSpace.row_split)
 
 
 def _configuration(plan: ExecutionPlan) -> tuple:
@@ -122,7 +124,7 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
 
     def consider(plan: ExecutionPlan, note: str) -> bool:
         """Price the plan if it is new and valid; whether it was."""
-        key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent)
+        key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent, plan.row_split)
         if key in seen:
             return False
         seen.add(key)
@@ -177,6 +179,13 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             note = c.note.split(", tiles in ")[0]
             consider(v, note + ("" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}")
                      + (", persistent" if v.persistent else ""))
+    # on request, the best few with their gemm tiles split over the warpgroups by rows (the model prices both
+    # splits alike: measurement decides)
+    if space.row_split:
+        for c in sorted(out, key=_rank)[:_ROW_SPLIT_VARIANTS]:
+            v = row_split_variant(c.plan, graph, vdev)
+            if v is not None:
+                consider(v, c.note + ", gemm rows split over warpgroups")
     out.sort(key=_rank)
     return out
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .graph import DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
+from .lowering import FULL_ROW_POLICY
 from .plan import (
     Append,
     ExecutionPlan,
@@ -42,7 +43,7 @@ from .verify import violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "in_flight_variants", "overlapped", "handoff_variants", "base_plans", "async_moves",
-           "reordered", "resource_bound", "PANELS", "tile_orders", "tile_walks"]
+           "reordered", "resource_bound", "PANELS", "tile_orders", "tile_walks", "row_split_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -56,6 +57,7 @@ class SearchSpace:
     depths: tuple[int, ...] = (1, 2, 3, 4)
     max_stage: int = 1
     random_orders: int = 4
+    row_split: bool = False  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
 
 
 class Priority(str, enum.Enum):
@@ -334,6 +336,23 @@ def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Ex
             and not plan.handoffs and all(p.scope == "loop" for p in plan.pipelines):
         out += [replace(plan, tile_order=o, persistent=True) for o in orders]
     return [p for p in out if p != plan]
+
+
+def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:
+    """The warp-specialized plan with its gemm tiles split over the warpgroups by rows only, where that differs
+    from the template's split: a gemm on several warpgroups whose row slices would be wider than tall, which
+    TileLang's ``Square`` policy splits by columns (128x256 on two: 128x128 each, as 2 x m64n128, against
+    64x256, one m64n256); else None. The cost model prices both splits alike (same flops, same bytes), so the
+    search offers this only on request (:attr:`SearchSpace.row_split`) and measurement decides."""
+    if plan.style != Style.WARP_SPECIALIZED or plan.row_split:
+        return None
+    role_of = {a.stask: a.role for a in plan.appends}
+    for t in graph.stasks:
+        wgs = plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps
+        if t.op == OpKind.GEMM and t.attrs.get("policy") != FULL_ROW_POLICY and wgs > 1 \
+                and t.tile_shape[1] > t.tile_shape[0] // wgs:
+            return replace(plan, row_split=True)
+    return None
 
 
 _RESOURCE_RULES = {"shared_memory", "registers", "threads"}

@@ -75,12 +75,13 @@ def _measure_class(c: Candidate) -> tuple:
     (turns taken, gemms kept in flight): everything but the order."""
     return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.pipelines,
             tuple(sorted((a.stask, a.stage) for a in c.plan.appends)), c.plan.handoffs,
-            tuple(sorted(c.plan.in_flight())))
+            tuple(sorted(c.plan.in_flight())), c.plan.row_split)
 
 
 def _partition(c: Candidate) -> tuple:
-    """The inter-EU choice alone: tile and roles (consumer warpgroups)."""
-    return (tuple(sorted(c.plan.tile.items())), c.plan.roles)
+    """The partition of the output tile: tile, roles (consumer warpgroups) and how a gemm tile is split
+    over them."""
+    return (tuple(sorted(c.plan.tile.items())), c.plan.roles, c.plan.row_split)
 
 
 _WORTH_MEASURING = 1.25  # a partition or class predicted this much slower than the best is not worth a GPU slot

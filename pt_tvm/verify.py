@@ -250,7 +250,8 @@ def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -
 
 
 def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
-    """Each consumer warpgroup's wgmma needs 64 rows of every gemm tile (FullRow splits rows only)."""
+    """Each consumer warpgroup's wgmma needs 64 rows of every gemm tile (FullRow, the template's policy or the
+    plan's ``row_split``, splits rows only)."""
     out = []
     role_of = {a.stask: a.role for a in plan.appends}
     for t in graph.stasks:
@@ -258,7 +259,8 @@ def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
             continue
         wgs = plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps
         m, n = t.tile_shape[0], t.tile_shape[1]
-        split = m // 64 if t.attrs.get("policy") == FULL_ROW_POLICY else (m // 64) * max(1, n // 64)
+        full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
+        split = m // 64 if full_row else (m // 64) * max(1, n // 64)
         if m % 64 or split < wgs or split % wgs:
             out.append(Violation("threads", f"{t.id}: a {m}x{n} gemm tile cannot be split over {wgs} consumer "
                                  f"warpgroups (wgmma takes 64 rows per warpgroup)"))

@@ -372,3 +372,44 @@ def test_scalar_lets_survive_emission(target):
 
     art = lower(_gemm_with_a_let(), target)
     assert "row" in art.kernel_source or "blockIdx.y" in art.kernel_source
+
+
+# ---------------------------------------------------------------- the warpgroups' split of a gemm tile
+_WIDE_GEMM = {"M": 512, "N": 512, "K": 512, "block_M": 128, "block_N": 256, "block_K": 64}
+
+
+def _wgmma_shapes(src: str) -> set[tuple[int, int, int]]:
+    return {tuple(int(x) for x in m) for m in re.findall(r"wgmma_ss<[^,]*,[^,]*,[^,]*, (\d+), (\d+), (\d+),", src)}
+
+
+def test_row_split_plan_issues_full_width_wgmmas(tmp_path):
+    """A 128x256 tile on two consumer warpgroups: the template's Square policy splits its columns (each
+    warpgroup 2 x m64n128k16); ``row_split`` gives each 64 rows at full width (one m64n256k16, CUTLASS's
+    cooperative split), in the same registers and without spills."""
+    func = _func("gemm", **_WIDE_GEMM)
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
+    rows = replace(plan, row_split=True)
+    verify(rows, graph, vdev)
+    square, split = (_lower(apply_plan(func, p, vdev, graph), "h100") for p in (plan, rows))
+    assert _wgmma_shapes(square) == {(64, 128, 16)}
+    assert _wgmma_shapes(split) == {(64, 256, 16)}
+    assert "float C_l[128];" in square and "float C_l[128];" in split
+    cu = tmp_path / "rows.cu"
+    cu.write_text(split)
+    p = subprocess.run(["nvcc", *nvcc_flags(), "-o", str(tmp_path / "rows.cubin"), str(cu)],
+                       capture_output=True, text=True, timeout=300)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log[-2000:]
+
+
+def test_row_split_is_rejected_where_the_rows_do_not_divide():
+    """64 rows cannot go to two warpgroups of 64-row wgmmas: the plan's split is checked like the template's."""
+    func = _func("gemm", **{**_WIDE_GEMM, "block_M": 64})
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
+    assert not violations(plan, graph, vdev)
+    assert {v.rule for v in violations(replace(plan, row_split=True), graph, vdev)} == {"threads"}

@@ -241,13 +241,15 @@ def test_json_round_trip(fa, h100):
     graph, plan = fa
     staged = warp_specialized(graph, h100, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
                               priority=Priority.TENSOR_FIRST, tile={"block_M": 128, "block_N": 128})
-    for p in (plan, staged):
+    for p in (plan, staged, replace(staged, row_split=True)):
         text = p.to_json()
         again = ExecutionPlan.from_json(text)
         assert again == p
         assert again.to_json() == text
         assert json.loads(text)["format"] == "pt-tvm.plan/1"
         assert again.waits == p.waits and again.pipelines == p.pipelines
+    older = {k: v for k, v in staged.to_dict().items() if k != "row_split"}  # a plan saved before row_split
+    assert ExecutionPlan.from_dict(older) == staged
 
 
 @pytest.mark.parametrize("text", [

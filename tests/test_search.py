@@ -14,6 +14,7 @@ import time
 import pytest
 
 from pt_tvm import hw
+from pt_tvm.compiler import extract
 from pt_tvm.graph import (
     Access,
     BufferInfo,
@@ -28,6 +29,7 @@ from pt_tvm.hw import SEUKind
 from pt_tvm.passes.deps import dependences
 from pt_tvm.plan import effective_distance
 from pt_tvm.search import NoValidPlan, SearchSpace, search, search_graph
+from pt_tvm.templates import get
 from pt_tvm.verify import verify, violations
 
 TARGETS = ("h100", "a100", "mi300x")
@@ -351,3 +353,25 @@ def test_hopper_tiles_differ_in_more_than_threads():
         assert len(keys) == len(set(keys)), name
         ampere = template.tile_candidates(resolved, hw.get("a100").features, pins)  # no warp specialization
         assert len({t["threads"] for t in ampere}) > 1 and len(ampere) > len(hopper), name
+
+
+
+# ---------------------------------------------------------------- the warpgroups' split of a gemm tile
+@pytest.mark.parametrize("block_M, block_N, offered", [(128, 256, True), (256, 128, False)])
+def test_row_split_is_searched_on_request_where_it_changes_the_split(block_M, block_N, offered):
+    """``SearchSpace.row_split`` adds row-split variants of the best warp-specialized plans where the
+    template's Square policy would split the tile's columns (128x256 on two warpgroups), not where both
+    policies split rows (256x128); they price like their originals; the default space has none."""
+    vdev = hw.get("h100")
+    graph = extract(get("gemm").build(M=1024, N=1024, K=1024, block_M=block_M, block_N=block_N,
+                                             block_K=64, threads=128), vdev)
+    default = search_graph(graph, vdev, space=SearchSpace(random_orders=1))
+    asked = search_graph(graph, vdev, space=SearchSpace(random_orders=1, row_split=True))
+    assert not any(c.plan.row_split for c in default)
+    split = [c for c in asked if c.plan.row_split]
+    assert bool(split) == offered
+    priced = {(c.plan.steps, c.plan.pipelines, c.plan.tile_order, c.plan.persistent): c.seconds for c in default}
+    for c in split:
+        assert not violations(c.plan, graph, vdev)
+        assert c.note.endswith(", gemm rows split over warpgroups")
+        assert c.seconds == priced[(c.plan.steps, c.plan.pipelines, c.plan.tile_order, c.plan.persistent)]

@@ -29,7 +29,7 @@ from pt_tvm.passes import apply_plan, extract_stask_graph
 from pt_tvm.passes.ir import find_root_block, launch_info, top_level
 from pt_tvm.plan import ExecutionPlan, Style, TileOrder
 from pt_tvm.search import search_graph
-from pt_tvm.space import tile_orders, tile_walks
+from pt_tvm.space import Priority, tile_orders, tile_walks, warp_specialized
 from pt_tvm.templates import get
 from pt_tvm.verify import violations
 
@@ -275,3 +275,20 @@ def test_walked_plans_compute_every_output(name, params, order, persistent):
     template, problem, func, graph, plan = _planned(name, vdev, **params)
     walked = replace(plan, tile_order=order, persistent=persistent)
     _check_on_gpu(template, problem, apply_plan(func, walked, vdev, graph))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("name", ["gemm", "gemm_rowsum"])
+def test_row_split_plans_compute_every_output(name, persistent):
+    """A 128x256 tile on two consumer warpgroups with its rows split (one m64n256 wgmma each): C, and the
+    row sums reduced from the row-split accumulator, against float32 PyTorch on fresh inputs."""
+    vdev = hw.from_device()
+    template = get(name)
+    problem, tile = template.resolve(M=4096, N=2048, K=512, block_M=128, block_N=256, block_K=64)
+    func = template.build(**problem, **tile)
+    graph = extract_stask_graph(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
+    split = replace(plan, row_split=True, tile_order=TileOrder(8, "column"), persistent=persistent)
+    assert not violations(split, graph, vdev)
+    _check_on_gpu(template, problem, apply_plan(func, split, vdev, graph))
