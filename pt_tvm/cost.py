@@ -257,7 +257,6 @@ class _Timeline(Simulation):
         self.servers = {k: [0.0] * n for k, n in _SERVERS.items()}
         self.busy = {k: 0.0 for k in _SERVERS}  # over the steady iterations
         self.busy_all = {k: 0.0 for k in _SERVERS}  # over every simulated instance
-        self.steady = _steady_window(iters, self.depth)
         self.events: list[Event] | None = [] if trace else None
         self.cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
         self.reuse = _reuse(graph, vdev, plan.tile_order, vdev.num_eus * blocks_per_eu)
@@ -278,6 +277,7 @@ class _Timeline(Simulation):
             if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
         lsu = eu.seu(SEUKind.LSU)
         self.cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
+        self.steady = _steady_window(iters, self.depth if self.cp_async else 0)
         self.in_flight = plan.in_flight()
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
@@ -381,7 +381,7 @@ CO_RESIDENT_OVERLAP = 0.8
 # wgmma waits for every warp's last request, so each warpgroup is held until the LSU has taken the role's
 # whole tile, and its copy and gemm serialize (a TMA producer warp hides both). On the 2026-11-23 H100 run
 # (428cb8d) this prices the 256-thread GEMM plans of 256x128x32 at 0.84x their measured time, as the
-# warp-specialized plans (0.78-0.92x), not 0.47x; the FlashAttention first pick goes from 11.4% to 3.5%
+# warp-specialized plans (0.78-0.92x), not 0.47x; the FlashAttention first pick goes from 11.4% to 2.3%
 # behind the fastest (tests/test_modelcheck.py).
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
@@ -396,8 +396,9 @@ INTERLEAVED_DELAY = 0.5
 
 
 def _steady_window(iters: int, depth: int) -> tuple[int, int]:
-    """The simulated iterations [lo, hi) that time the steady state: past the fill, and before the drain, where
-    a pipeline ``depth`` stages deep has stopped issuing later iterations' sTasks (its last gemms run alone)."""
+    """The simulated iterations [lo, hi) that time the steady state: past the fill, and before the drain of a
+    software pipeline ``depth`` stages deep, whose warps stop issuing the next tiles' cp.async there (which
+    hold them, see _CP_ASYNC_ISSUE) and run their last gemms alone."""
     hi = iters - depth if iters - depth >= 4 else iters
     return hi // 2, hi
 
