@@ -16,6 +16,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data")
 H100_GEMM = os.path.join(DATA, "h100-gemm-measured-plans.json.gz")
 H100_CHUNK_STATE = os.path.join(DATA, "h100-chunk-state-measured-plans.json.gz")  # 2026-11-23-h100-core
 H200 = os.path.join(DATA, "h200-measured-plans.json.gz")
+H100_ONE_COMMIT = os.path.join(DATA, "h100-one-commit-measured-plans.json.gz")  # 2026-11-23-h100-one-commit
 
 
 # ---------------------------------------------------------------- Spearman
@@ -73,6 +74,28 @@ def test_h100_chunk_state_ranks():
     assert s.kernel == "chunk_state" and s.configs == 5
     assert s.spearman_mean > 0.42 and s.spearman_worst > 0.0
     assert s.gap_geomean < 1.16 and s.gap_worst < 1.27
+
+
+@pytest.fixture(scope="module")
+def h100_one_commit():
+    return [c for _, run in load_runs(H100_ONE_COMMIT) for c in check_rows(run["rows"], hw.get("h100"))]
+
+
+def test_h100_one_commit_software_pipelines_of_two_warpgroups(h100_one_commit):
+    """The 2026-11-23 H100 run at 428cb8d (its measured pt-tvm candidates): the search's new 256-thread
+    software-pipelined plans measured 1.3-2x slower than the warp-specialized ones. Their cp.async copies
+    serialize with the wgmma (cost._CP_ASYNC_ISSUE): the 256x128x32 GEMM plan is priced 1.7-1.8x the fastest
+    in every GEMM config (measured 1.8-2.0x; within 1% before), and the FlashAttention first pick is 2.3% behind the
+    fastest (11.4% before), mean Spearman 0.62 (0.42)."""
+    by_kernel = {s.kernel: s for s in summarize(h100_one_commit)}
+    fa = by_kernel["flash_attention"]
+    assert fa.configs == 26 and fa.gap_geomean < 1.045 and fa.spearman_mean > 0.55
+    gemm = [c for c in h100_one_commit if c.kernel == "gemm"]
+    assert len(gemm) == 9
+    for c in gemm:
+        slowest = max(range(c.plans), key=c.measured_ms.__getitem__)
+        assert c.measured_ms[slowest] > 1.8 * min(c.measured_ms)
+        assert c.predicted_ms[slowest] > 1.5 * min(c.predicted_ms)
 
 
 @pytest.mark.parametrize("kernel, configs, geomean, worst, rho_mean", [
