@@ -3,6 +3,8 @@ import functools
 import json
 import math
 import os
+import re
+import subprocess
 
 import torch
 import torch.nn.functional as F
@@ -15,12 +17,28 @@ def _build(template: str, params: tuple):
     return get(template).build(**dict(params))
 
 
-def nvcc_flags() -> tuple[str, ...]:
-    """nvcc's flags for an sm_90a kernel TileLang emitted, as TileLang compiles it (ptxas reports spills)."""
+def nvcc_flags(arch: str = "90a") -> tuple[str, ...]:
+    """nvcc's flags for a kernel TileLang emitted for ``sm_<arch>``, as TileLang compiles it (ptxas reports
+    spills)."""
     from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
 
-    return ("--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20", "-I" + TILELANG_TEMPLATE_PATH,
-            "-I" + CUTLASS_INCLUDE_DIR, "-lineinfo", "--ptxas-options=-v", "--use_fast_math")
+    return ("--cubin", "-O3", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-std=c++20",
+            "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR, "-lineinfo", "--ptxas-options=-v",
+            "--use_fast_math")
+
+
+def compiles_without_spills(src: str, folder, name: str = "kernel", arch: str = "90a") -> str:
+    """Compile emitted CUDA ``src`` with nvcc (in ``folder``) and assert it builds and ptxas reports no register
+    spill; nvcc's log."""
+    cu = folder / f"{name}.cu"
+    cu.write_text(src)
+    p = subprocess.run(["nvcc", *nvcc_flags(arch), "-o", str(folder / f"{name}.cubin"), str(cu)],
+                       capture_output=True, text=True, timeout=600)
+    log = p.stdout + p.stderr
+    assert p.returncode == 0, log[-3000:]
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log[-2000:]
+    assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
+    return log
 
 
 def built(template: str, **params):

@@ -2,12 +2,11 @@
 emitted CUDA, bad inputs, and the float32 reference against a float64 one; GPU tests check kernels."""
 import itertools
 import math
-import re
 import shutil
-import subprocess
 
 import pytest
 import torch
+from _util import compiles_without_spills
 
 from pt_tvm import hw
 from pt_tvm.compiler import lower, lower_planned, schedule, schedule_template
@@ -106,20 +105,6 @@ def test_a_grid_smaller_than_the_gpu_streams_on_fewer_sms():
 
 
 # ---------------------------------------------------------------- emission
-def _nvcc(src: str, tmp_path) -> str:
-    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
-
-    cu = tmp_path / "decode.cu"
-    cu.write_text(src)
-    p = subprocess.run(["nvcc", "--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20",
-                        "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR, "--ptxas-options=-v",
-                        "--use_fast_math", "-o", str(tmp_path / "decode.cubin"), str(cu)],
-                       capture_output=True, text=True, timeout=600)
-    log = p.stdout + p.stderr
-    assert p.returncode == 0, log[-3000:]
-    return log
-
-
 @pytest.mark.parametrize("page_size", [16, 128])
 def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
     """The best warp-specialized plan of a paged split kernel lowers for sm_90a: TMA loads whose page index
@@ -132,8 +117,7 @@ def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
     src = lower(func, H100, plan=plan, pass_configs=T.pass_configs).kernel_source
     assert "tma_load" in src and "wgmma" in src and "block_table[" in src
     if shutil.which("nvcc") is not None:
-        log = _nvcc(src, tmp_path)
-        assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
+        compiles_without_spills(src, tmp_path, "decode")
 
 
 # ---------------------------------------------------------------- bad input

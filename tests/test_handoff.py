@@ -2,10 +2,10 @@
 wgmma kept in flight: verified, priced, searched and visible in the emitted CUDA."""
 import re
 import shutil
-import subprocess
 
 import pytest
 import tilelang
+from _util import compiles_without_spills
 
 from benchmarks.experiments.handoff import gemm_first_order
 from pt_tvm import cost, hw, templates
@@ -174,17 +174,7 @@ def test_emitted_cuda_waits_with_a_group_in_flight(emitted):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_emitted_cuda_compiles_without_spills(emitted, tmp_path):
-    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
-
-    cu = tmp_path / "fa.cu"
-    cu.write_text(emitted)
-    p = subprocess.run(["nvcc", "--cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20",
-                        "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR, "--ptxas-options=-v",
-                        "--use_fast_math", "-o", str(tmp_path / "fa.cubin"), str(cu)],
-                       capture_output=True, text=True, timeout=300)
-    log = p.stdout + p.stderr
-    assert p.returncode == 0, log[-3000:]
-    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log[-2000:]
+    compiles_without_spills(emitted, tmp_path, "fa")
 
 
 @pytest.mark.gpu

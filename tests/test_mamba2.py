@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 import re
 import shutil
-import subprocess
 
 import pytest
 import tilelang
 import torch
-from _util import RACY_LOOP, chunk_scan_plan
+from _util import RACY_LOOP, chunk_scan_plan, compiles_without_spills
 from tilelang import tvm
 from tvm import tirx
 
@@ -337,7 +336,7 @@ def test_search_and_emit(name: str, chip: str, tmp_path) -> None:
         assert "wgmma" in src
         assert ("tma_load" in src) == (result.best.plan.style == Style.WARP_SPECIALIZED)
     if shutil.which("nvcc") is not None:  # the emitted CUDA compiles, without register spills
-        _nvcc(src, {"h100": "90a", "a100": "80"}[chip], tmp_path)
+        compiles_without_spills(src, tmp_path, arch={"h100": "90a", "a100": "80"}[chip])
 
 
 def test_cp_async_reader_ahead_of_split_loads_is_rejected() -> None:
@@ -365,21 +364,6 @@ def test_search_emits_no_racy_cp_async_order() -> None:
     vdev = hw.get("h200")
     assert result.ranked and not any(
         v.rule == "emission" for c in result.ranked for v in violations(c.plan, c.graph, vdev))
-
-
-def _nvcc(src: str, arch: str, tmp_path) -> None:
-    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
-
-    cu = tmp_path / "kernel.cu"
-    cu.write_text(src)
-    flags = ("--cubin", "-O3", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-std=c++20",
-             "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR, "--ptxas-options=-v", "--use_fast_math")
-    p = subprocess.run(["nvcc", *flags, "-o", str(tmp_path / "kernel.cubin"), str(cu)],
-                       capture_output=True, text=True, timeout=300)
-    log = p.stdout + p.stderr
-    assert p.returncode == 0, log[-3000:]
-    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log[-2000:]
-    assert not re.search(r"[1-9]\d* bytes spill", log)
 
 
 # ---------------------------------------------------------------- parameters

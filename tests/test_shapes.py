@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
 import pytest
 import tilelang.language as T
-from _util import nvcc_flags
+from _util import compiles_without_spills
 
 import pt_tvm
 from benchmarks.experiments import ragged
@@ -195,13 +194,7 @@ def test_ragged_plans_lower_with_bounds_kept(lowered, i):
 @pytest.mark.parametrize("i", [0, 4, 6], ids=["gemm", "fa-more-queries", "varlen"])
 def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
     _, src = _lowered(lowered, i)
-    cu = tmp_path / "kernel.cu"
-    cu.write_text(src)
-    p = subprocess.run(["nvcc", *nvcc_flags(), "-o", str(tmp_path / "kernel.cubin"), str(cu)],
-                       capture_output=True, text=True, timeout=600)
-    log = p.stdout + p.stderr
-    assert p.returncode == 0, log[-3000:]
-    assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
+    compiles_without_spills(src, tmp_path)
 
 
 # ---------------------------------------------------------------- symbolic sizes (issue 18 item 5)

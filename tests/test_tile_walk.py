@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 import tilelang.language as T
 import torch
-from _util import nvcc_flags
+from _util import compiles_without_spills
 from tilelang import tvm
 from tvm import tirx
 
@@ -129,13 +129,7 @@ def test_persistent_plan_loops_over_tiles_on_one_block_per_sm(tmp_path):
         "the second step of the last blocks is not guarded"
     assert re.search(r"p_A_s_phase\[0\] = \(p_A_s_phase\[0\] \+ 1\)", src), "the pipeline phase does not run on"
     if shutil.which("nvcc"):
-        cu = tmp_path / "gemm.cu"
-        cu.write_text(src)
-        p = subprocess.run(["nvcc", *nvcc_flags(), "-o", str(tmp_path / "gemm.cubin"), str(cu)],
-                           capture_output=True, text=True, timeout=300)
-        log = p.stdout + p.stderr
-        assert p.returncode == 0, log[-3000:]
-        assert not re.search(r"[1-9]\d* bytes spill", log)
+        compiles_without_spills(src, tmp_path, "gemm")
 
 
 def test_a_kernels_own_swizzle_gives_way_to_the_plan():
