@@ -515,6 +515,8 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
                    help="benchmark run JSON files (.json.gz and bundles of runs, as in tests/data, too)")
     p.add_argument("--target", help="the chip the runs were measured on (default: each run's device)")
     p.add_argument("--json", action="store_true", help="print the figures and every config's check as JSON")
+    p.add_argument("--offered", action="store_true",
+                   help="only the measured plans whose tile the current search still offers")
     p.set_defaults(func=_cmd_model_check)
 
     p = sub.add_parser("search-time", help="pt-tvm's CPU search time per template/config vs published figures")

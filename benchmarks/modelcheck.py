@@ -5,7 +5,9 @@ candidate with the current cost model (the sTask graph re-extracted, as :mod:`be
 and reports per kernel and overall: how far the model's first pick is behind the fastest measured plan
 (geometric mean and worst over the configs) and the Spearman rank correlation of price and measured time
 per config (mean and worst; configs with fewer than ``MIN_PLANS`` measured plans are left out and counted).
-The bar of issue 15: first pick within 3% (geomean per suite), Spearman >= 0.8.
+The bar of issue 15: first pick within 3% (geomean per suite), Spearman >= 0.8. ``--offered`` leaves out the
+candidates whose tile the current search no longer offers (:func:`offered`), so a run recorded before a search
+change is judged on the plans the search would still rank.
 """
 from __future__ import annotations
 
@@ -18,14 +20,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from pt_tvm import cost, hw
+from pt_tvm import cost, hw, templates
 
 from .calibration import samples_from_run
 from .report import geomean
 from .roofline import chip_of_device
 from .runfile import RunFileError, checked_run
 
-__all__ = ["MIN_PLANS", "ConfigCheck", "Summary", "ranks", "spearman", "check_rows", "summarize",
+__all__ = ["MIN_PLANS", "ConfigCheck", "Summary", "ranks", "spearman", "offered", "check_rows", "summarize",
            "load_runs", "table", "cmd_model_check"]
 
 MIN_PLANS = 3  # fewer measured plans make a rank correlation meaningless (two plans: always +1 or -1)
@@ -85,12 +87,22 @@ class Summary:
     few_plans: int  # configs left out of the Spearman figures (fewer than MIN_PLANS measured plans)
 
 
+def offered(row: Mapping[str, Any], vdev: hw.VDevice) -> dict:
+    """``row`` with only the candidates whose tile the current search offers on ``vdev`` (its template's
+    :meth:`tile_candidates`; e.g. no software-pipelined plans at a tile's other thread counts since e952937)."""
+    template = templates.get(row["kernel"])
+    problem, _ = template.resolve(**dict(row["config"]))
+    tiles = template.tile_candidates(problem, vdev.features)
+    return {**row, "candidates": [c for c in row.get("candidates", ()) if c.get("tile") in tiles]}
+
+
 def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
-               calibration: cost.Calibration | None = None) -> list[ConfigCheck]:
-    """A check per row with two or more measured pt-tvm candidates, priced on ``vdev``."""
+               calibration: cost.Calibration | None = None, offered_only: bool = False) -> list[ConfigCheck]:
+    """A check per row with two or more measured pt-tvm candidates (with ``offered_only``, of those the current
+    search offers), priced on ``vdev``."""
     out = []
     for row in rows:
-        samples = samples_from_run({"rows": [row]}, vdev)
+        samples = samples_from_run({"rows": [offered(row, vdev) if offered_only else row]}, vdev)
         if len(samples) < 2:
             continue
         predicted = tuple(cost.estimate(p, g, vdev, calibration).seconds * 1e3 for p, g, _ in samples)
@@ -153,7 +165,7 @@ def cmd_model_check(args: argparse.Namespace) -> int:
     for path in args.runs:
         for _, run in load_runs(path):
             vdev = hw.get(args.target) if args.target else chip_of_device(_device(run))
-            checks += check_rows(run["rows"], vdev)
+            checks += check_rows(run["rows"], vdev, offered_only=args.offered)
     if not checks:
         print("benchmarks model-check: no pt-tvm row with two or more measured candidates in the given runs")
         return 2
