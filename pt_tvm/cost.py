@@ -257,6 +257,7 @@ class _Timeline(Simulation):
         self.servers = {k: [0.0] * n for k, n in _SERVERS.items()}
         self.busy = {k: 0.0 for k in _SERVERS}  # over the steady iterations
         self.busy_all = {k: 0.0 for k in _SERVERS}  # over every simulated instance
+        self.steady = (iters // 2, iters)
         self.events: list[Event] | None = [] if trace else None
         self.cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
         self.reuse = _reuse(graph, vdev, plan.tile_order, vdev.num_eus * blocks_per_eu)
@@ -277,7 +278,6 @@ class _Timeline(Simulation):
             if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
         lsu = eu.seu(SEUKind.LSU)
         self.cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
-        self.steady = _steady_window(iters, self.depth if self.cp_async else 0)
         self.in_flight = plan.in_flight()
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
@@ -295,18 +295,16 @@ class _Timeline(Simulation):
         pool = self.servers[a.seu]
         k = min(range(len(pool)), key=pool.__getitem__)
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate
-        tc = a.seu == SEUKind.TENSOR_CORE and stream.role in self.interleaved
-        batch = (stream.role, t.id, it) if tc or a.stask in self.cp_async else None
-        if batch in self.lockstep and (start <= self.lockstep[batch] or not tc):
-            # a sibling booked this wgmma (cp.async: its share of the tile) for the whole role
-            begin, end = start, max(start, self.lockstep[batch]) + (0.0 if tc else latency)
+        batch = (stream.role, t.id, it) if a.seu == SEUKind.TENSOR_CORE and stream.role in self.interleaved else None
+        if batch in self.lockstep and start <= self.lockstep[batch]:
+            begin, end = start, self.lockstep[batch]  # a sibling booked this wgmma for the whole role
         else:
             begin = max(start, pool[k])
             end = begin + per_server + latency
             if batch is not None:
                 n = len(self.by_role[stream.role])
-                self.lockstep[batch] = begin + n * per_server + (latency if tc else 0.0)
-                end += (n - 1) * per_server * (INTERLEAVED_DELAY if tc else 1.0)
+                self.lockstep[batch] = begin + n * per_server + latency
+                end += (n - 1) * per_server * INTERLEAVED_DELAY
                 per_server *= n
             pool[k] = begin + per_server
             self.busy_all[a.seu] += per_server / len(pool)
@@ -314,8 +312,8 @@ class _Timeline(Simulation):
                 self.busy[a.seu] += per_server / len(pool)
         if a.stask in self.in_flight:
             after = start + self.tc_issue
-        elif a.stask in self.cp_async:  # held until the LSU took the role's whole tile (_CP_ASYNC_ISSUE)
-            after = max(start + self.cp_async_issue, self.lockstep[batch])
+        elif a.stask in self.cp_async:
+            after = start + self.cp_async_issue
         else:
             after = start + self.issue_cycles[a.seu] if self.issue_cycles[a.seu] is not None else end
         if self.events is not None:
@@ -334,22 +332,21 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     sim = _Timeline(plan, graph, vdev, cal, iters, trace, bpe)
     if sim.run():
         raise RuntimeError("cost model deadlock: the plan's waits cannot all be met (verify the plan first)")
-    steady_lo, steady_hi = sim.steady
-    steady_n = steady_hi - steady_lo
+    steady_lo = sim.steady[0]
     sim_end = max([s.time for s in sim.streams] + list(sim.done.values()))
-    per_iter = (sim.iter_done[steady_hi - 1] - sim.iter_done[steady_lo - 1]) / steady_n
+    per_iter = (sim.iter_done[iters - 1] - sim.iter_done[steady_lo - 1]) / (iters - steady_lo)
     # a few simulated iterations of a long-latency stream (TMA behind a deep pipeline) may not reach the steady
     # state: no iteration is shorter than the work its busiest sEU does per iteration
-    per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / steady_n)
+    per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / (iters - steady_lo))
     block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
     blocks = graph.grid_blocks() or vdev.num_eus * bpe
     waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
-    span = per_iter * steady_n
+    span = per_iter * (iters - steady_lo)
     util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in sim.busy.items() if v}
     # co-resident blocks overlap each other's idle time, but not perfectly, until an sEU is busy with all
     # their work: a block's whole work (prologue, every iteration, epilogue), not its steady loop's share
     # of its duration, which would count a short loop's fill and epilogue as busy too
-    extra = max(0.0, graph.loop.trip_count - iters) / steady_n
+    extra = max(0.0, graph.loop.trip_count - iters) / (iters - steady_lo)
     work = max((sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy), default=0.0)
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     hidden = 0.0
@@ -376,13 +373,6 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
 # (2.4% at 0.8 since: INTERLEAVED_DELAY); GEMM and Mamba2 picks do not move (tests/test_calibration.py).
 CO_RESIDENT_OVERLAP = 0.8
 
-# A software pipeline's cp.async copies are issued by the warps that then wait on the tile's wgmma: the LSU
-# takes a tile's 16-byte requests only as fast as earlier ones drain, and the block-wide barrier before the
-# wgmma waits for every warp's last request, so each warpgroup is held until the LSU has taken the role's
-# whole tile, and its copy and gemm serialize (a TMA producer warp hides both). On the 2026-11-23 H100 run
-# (428cb8d) this prices the 256-thread GEMM plans of 256x128x32 at 0.84x their measured time, as the
-# warp-specialized plans (0.78-0.92x), not 0.47x; the FlashAttention first pick goes from 11.4% to 2.3%
-# behind the fastest (tests/test_modelcheck.py).
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
 # How much later than alone a warpgroup's wgmma completes for each sibling warpgroup issuing the same
@@ -393,14 +383,6 @@ _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
 # above no turns, which measured 0.77x. On the 96 recorded H200 attention rows (no turns among them)
 # the model's first pick is 2.4% behind the measured best, 1.2% with 0 (tests/test_calibration.py).
 INTERLEAVED_DELAY = 0.5
-
-
-def _steady_window(iters: int, depth: int) -> tuple[int, int]:
-    """The simulated iterations [lo, hi) that time the steady state: past the fill, and before the drain of a
-    software pipeline ``depth`` stages deep, whose warps stop issuing the next tiles' cp.async there (which
-    hold them, see _CP_ASYNC_ISSUE) and run their last gemms alone."""
-    hi = iters - depth if iters - depth >= 4 else iters
-    return hi // 2, hi
 
 
 def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str], float]:

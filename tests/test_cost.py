@@ -316,10 +316,9 @@ def test_text_and_plot_timeline(fa_h100, tmp_path):
 
 @pytest.mark.parametrize("target", ["a100", "h100"])
 def test_cp_async_copies_run_behind_their_warps(target):
-    """A software pipeline's loop copies are cp.async (num_stages >= 2): issued, then in flight under the
+    """A software pipeline's loop copies are cp.async (num_stages >= 2): issued, then overlapped with the
     compute; with one stage TileLang copies through registers and the warps wait. So the steady-state
-    iteration of a two-stage GEMM is shorter than the serial one's, not equal (on Hopper by less than a
-    tenth: the warps are held until the LSU took the tile, cost._CP_ASYNC_ISSUE)."""
+    iteration of a two-stage GEMM is shorter than the serial one's, not equal."""
     vdev = hw.get(target)
     g = _graph("gemm", target, M=2048, N=2048, K=2048, block_M=128, block_N=128, block_K=32)
     serial, staged = (software_pipelined(g, vdev, num_stages=n, threads=g.threads, priority=Priority.PROGRAM)
@@ -327,4 +326,4 @@ def test_cp_async_copies_run_behind_their_warps(target):
     for plan in (serial, staged):
         verify(plan, g, vdev)
     e1, e2 = cost.estimate(serial, g, vdev), cost.estimate(staged, g, vdev)
-    assert e2.cycles_per_iteration < 0.95 * e1.cycles_per_iteration
+    assert e2.cycles_per_iteration < 0.9 * e1.cycles_per_iteration

@@ -81,23 +81,6 @@ def h100_one_commit():
     return [c for _, run in load_runs(H100_ONE_COMMIT) for c in check_rows(run["rows"], hw.get("h100"))]
 
 
-def test_h100_one_commit_software_pipelines_of_two_warpgroups(h100_one_commit):
-    """The 2026-11-23 H100 run at 428cb8d (its measured pt-tvm candidates): the search's new 256-thread
-    software-pipelined plans measured 1.3-2x slower than the warp-specialized ones. Their cp.async copies
-    serialize with the wgmma (cost._CP_ASYNC_ISSUE): the 256x128x32 GEMM plan is priced 1.7-1.8x the fastest
-    in every GEMM config (measured 1.8-2.0x; within 1% before), and the FlashAttention first pick is 2.3% behind the
-    fastest (11.4% before), mean Spearman 0.62 (0.42)."""
-    by_kernel = {s.kernel: s for s in summarize(h100_one_commit)}
-    fa = by_kernel["flash_attention"]
-    assert fa.configs == 26 and fa.gap_geomean < 1.045 and fa.spearman_mean > 0.55
-    gemm = [c for c in h100_one_commit if c.kernel == "gemm"]
-    assert len(gemm) == 9
-    for c in gemm:
-        slowest = max(range(c.plans), key=c.measured_ms.__getitem__)
-        assert c.measured_ms[slowest] > 1.8 * min(c.measured_ms)
-        assert c.predicted_ms[slowest] > 1.5 * min(c.predicted_ms)
-
-
 def test_h100_one_commit_on_the_plans_the_search_offers(h100_one_commit):
     """The same run judged on the plans the current search still offers (``--offered``: since e952937 no
     software-pipelined plans at a tile's other thread counts). Mamba2 on all measured plans: first pick 45.9%
@@ -116,15 +99,15 @@ def test_h100_one_commit_on_the_plans_the_search_offers(h100_one_commit):
 
 
 @pytest.mark.parametrize("kernel, configs, geomean, worst, rho_mean", [
-    ("flash_attention", 117, 1.016, 1.14, 0.46),
+    ("flash_attention", 117, 1.027, 1.15, 0.38),
     ("gemm", 11, 1.016, 1.17, 0.42),
     ("chunk_state", 9, 1.025, 1.22, 0.20),
     ("chunk_scan", 9, 1.005, 1.03, 0.43),
 ])
 def test_h200_first_pick_and_ranks(h200, kernel, configs, geomean, worst, rho_mean):
     """The recorded H200 runs (tests/test_calibration.py reads them too). Today: first pick behind the
-    fastest by 1.3% (13.1% worst) on attention, 1.4% (15.2%) on GEMM, 2.3% (20.7%) on chunk_state, 0.3%
-    (2.2%) on chunk_scan; mean Spearman 0.49, 0.45, 0.23, 0.46."""
+    fastest by 2.5% (13.8% worst) on attention, 1.4% (15.2%) on GEMM, 2.3% (20.7%) on chunk_state, 0.3%
+    (2.2%) on chunk_scan; mean Spearman 0.40, 0.45, 0.23, 0.46."""
     s = h200[kernel]
     assert s.configs == configs
     assert s.gap_geomean < geomean and s.gap_worst < worst
