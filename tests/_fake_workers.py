@@ -40,9 +40,13 @@ def measure(job: dict) -> dict:
             f.write(f"{os.getpid()} {os.getppid()}")
         os.replace(fake["pidfile"] + ".tmp", fake["pidfile"])
     mark = fake.get("crash_once") or os.environ.get("PT_TVM_FAKE_CRASH_MARK")
-    if mark and not os.path.exists(mark):
-        open(mark, "w").close()
-        os.kill(os.getpid(), signal.SIGKILL)
+    if mark:
+        try:  # created atomically: of two servers that take their first jobs at once, one crashes
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            pass
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
     if fake.get("hang"):
         time.sleep(3600)
     time.sleep(float(fake.get("sleep", os.environ.get("PT_TVM_FAKE_SLEEP", 0.0))))
