@@ -342,8 +342,6 @@ def test_explain_names_the_count_and_the_winner(h100_template_result):
 def test_hopper_tiles_differ_in_more_than_threads():
     """On a chip that warp-specializes, a tile is searched at one thread count: the software-pipelined plans
     at a tile's other counts lost on 72 of the 73 measured (one H100 run), and took tuning slots."""
-    from pt_tvm.templates import get
-
     for name, problem in (("gemm", dict(M=4096, N=4096, K=4096)),
                           ("flash_attention", dict(batch=4, heads=32, kv_heads=32, seq_len=4096, dim=64))):
         template = get(name)
@@ -353,7 +351,6 @@ def test_hopper_tiles_differ_in_more_than_threads():
         assert len(keys) == len(set(keys)), name
         ampere = template.tile_candidates(resolved, hw.get("a100").features, pins)  # no warp specialization
         assert len({t["threads"] for t in ampere}) > 1 and len(ampere) > len(hopper), name
-
 
 
 # ---------------------------------------------------------------- the warpgroups' split of a gemm tile

@@ -20,13 +20,16 @@ def test_model_choice_alone_for_k1(gemm_result):
 
 @pytest.mark.parametrize("k", [2, 4, 8])
 def test_every_style_gets_measured(gemm_result, k):
-    """The best plan of the other emission style gets a GPU slot whatever its prediction, the model's own
-    best stays first, and no plan is measured twice."""
+    """The model predicts software-pipelined Hopper plans slower than warp-specialized ones: their best
+    still gets a GPU slot, the model's own best stays first, and no plan is measured twice."""
     ranked = gemm_result.ranked
-    best_of = {style: next(c for c in ranked if c.plan.style == style) for style in Style}
+    assert ranked[0].plan.style == Style.WARP_SPECIALIZED
+    best_sp = next(c for c in ranked if c.plan.style == Style.SOFTWARE_PIPELINE)
+    assert best_sp.seconds > ranked[0].seconds * 1.25  # outside the usual cut-off
     picks = diverse_top(gemm_result, k)
     assert len(picks) == k and len({id(c) for c in picks}) == k
-    assert picks[0] is ranked[0] and all(c in picks for c in best_of.values())
+    assert picks[0] is ranked[0] and best_sp in picks
+    assert sum(c.plan.style == Style.WARP_SPECIALIZED for c in picks) == k - 1
 
 
 def test_error_outliers_flag_a_plan_far_less_accurate_than_its_siblings():
