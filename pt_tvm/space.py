@@ -39,7 +39,7 @@ from .plan import (
     effective_distance,
     in_flight_clash,
 )
-from .verify import violations
+from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "in_flight_variants", "overlapped", "handoff_variants", "base_plans", "async_moves",
@@ -346,11 +346,8 @@ def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
     search offers this only on request (:attr:`SearchSpace.row_split`) and measurement decides."""
     if plan.style != Style.WARP_SPECIALIZED or plan.row_split:
         return None
-    role_of = {a.stask: a.role for a in plan.appends}
-    for t in graph.stasks:
-        wgs = plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps
-        if t.op == OpKind.GEMM and t.attrs.get("policy") != FULL_ROW_POLICY and wgs > 1 \
-                and t.tile_shape[1] > t.tile_shape[0] // wgs:
+    for t, wgs in gemm_warpgroups(plan, graph, vdev):
+        if t.attrs.get("policy") != FULL_ROW_POLICY and wgs > 1 and t.tile_shape[1] > t.tile_shape[0] // wgs:
             return replace(plan, row_split=True)
     return None
 

@@ -23,7 +23,7 @@ from .plan import (
 )
 from .simulate import Simulation
 
-__all__ = ["violations", "verify", "register_estimate", "shared_bytes"]
+__all__ = ["violations", "verify", "register_estimate", "shared_bytes", "gemm_warpgroups"]
 
 
 def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
@@ -249,15 +249,18 @@ def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -
     return out
 
 
+def gemm_warpgroups(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[tuple[STask, int]]:
+    """(gemm sTask, warpgroups of the role that runs it) for every gemm of the graph."""
+    role_of = {a.stask: a.role for a in plan.appends}
+    return [(t, plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps)
+            for t in graph.stasks if t.op == OpKind.GEMM]
+
+
 def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """Each consumer warpgroup's wgmma needs 64 rows of every gemm tile (FullRow, the template's policy or the
     plan's ``row_split``, splits rows only)."""
     out = []
-    role_of = {a.stask: a.role for a in plan.appends}
-    for t in graph.stasks:
-        if t.op != OpKind.GEMM:
-            continue
-        wgs = plan.role(role_of[t.id]).warps // vdev.eu.warpgroup_warps
+    for t, wgs in gemm_warpgroups(plan, graph, vdev):
         m, n = t.tile_shape[0], t.tile_shape[1]
         full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
         split = m // 64 if full_row else (m // 64) * max(1, n // 64)
