@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import types
 
 import pytest
 import tilelang.testing
@@ -995,3 +996,27 @@ def test_ratio_moves_match_configs_across_new_template_defaults():
     assert ratio_moves(new, old, threshold=0.1) == []
     transposed = {"header": {}, "rows": [row("pt-tvm", 1.0, trans_B=True), row("cublas", 0.5, trans_B=True)]}
     assert ratio_moves(transposed, old) == []  # a different problem, not a move
+
+
+def test_pt_tvm_row_of_a_split_kv_pick(monkeypatch):
+    """The tuned pt-tvm system reports a split-KV decode pick (a split kernel and a combine, no single
+    ``prim_func``): on an H100 every such config failed with AttributeError (2026-11-23)."""
+    from benchmarks import systems
+    from pt_tvm import hw
+    from pt_tvm.compiler import schedule_template
+    from pt_tvm.templates import get
+    from pt_tvm.tune import Measured, TuneResult
+
+    template, vdev = get("decode_attention"), hw.get("h100")
+    problem, _ = template.resolve(batch=1, kv_len=65536)
+    result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
+    split = next(c for c in result.ranked if c.plan.tile["num_splits"] > 1)
+    kernel = types.SimpleNamespace(split=object(), combine=object())  # what compile returns: no prim_func
+
+    def tune(name, target, **kw):
+        return TuneResult(Measured(split, 0.1, 1e-3), kernel, (Measured(split, 0.1, 1e-3),), result, problem, "graph")
+
+    monkeypatch.setattr(systems, "tune_template", tune)
+    monkeypatch.setattr(systems, "kernel_outputs", lambda template, kernel: kernel)
+    _, info = systems._pt_tvm(template, problem, vdev)
+    assert info["tile"]["num_splits"] == split.plan.tile["num_splits"] > 1 and info["plan"] == split.note
