@@ -101,16 +101,20 @@ def sdpa(backend_name: str) -> Callable:
 
 def flash_attn_4(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     """flash-attn-4's CuTe forward with per-sequence lengths (``seqused_k``), its page table for a paged cache,
-    and its own split heuristic (``num_splits=0``)."""
+    and its own split heuristic (``num_splits=0``); on Hopper one split, as its users must pass there (its sm90
+    kernel asserts "SplitKV not supported on SM 9.0" wherever the heuristic splits: an H100, 2026-11-23)."""
     from flash_attn.cute import flash_attn_varlen_func  # optional peer: installed on the GPU machine only
 
     causal = problem["q_len"] > 1
+    hopper = torch.cuda.get_device_capability()[0] == 9
+    splits = 1 if hopper else 0
 
     def run(q, k, v, seqlens, table=None):
-        out = flash_attn_varlen_func(q, k, v, seqused_k=seqlens, page_table=table, causal=causal, num_splits=0)
+        out = flash_attn_varlen_func(q, k, v, seqused_k=seqlens, page_table=table, causal=causal, num_splits=splits)
         return out[0] if isinstance(out, tuple) else out
 
-    return run, {"package": "flash-attn-4 (CuTe)", "num_splits": "heuristic"}
+    return run, {"package": "flash-attn-4 (CuTe)",
+                 "num_splits": "1 (no split-KV on SM 9.0)" if hopper else "heuristic"}
 
 
 def flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
