@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from pt_tvm import cost, hw, templates
+from pt_tvm.search import rank_key
 
 from .calibration import samples_from_run
 from .report import geomean
@@ -105,9 +106,10 @@ def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
         samples = samples_from_run({"rows": [offered(row, vdev) if offered_only else row]}, vdev)
         if len(samples) < 2:
             continue
-        predicted = tuple(cost.estimate(p, g, vdev, calibration).seconds * 1e3 for p, g, _ in samples)
+        estimates = [cost.estimate(p, g, vdev, calibration) for p, g, _ in samples]
+        predicted = tuple(e.seconds * 1e3 for e in estimates)
         measured = tuple(s * 1e3 for _, _, s in samples)
-        pick = min(range(len(samples)), key=predicted.__getitem__)
+        pick = min(range(len(samples)), key=lambda i: rank_key(estimates[i], samples[i][0]))  # ties as the search
         rho = spearman(predicted, measured) if len(samples) >= MIN_PLANS else None
         out.append(ConfigCheck(row["kernel"], dict(row["config"]), len(samples), measured[pick] / min(measured),
                                rho, predicted, measured))

@@ -88,9 +88,15 @@ class Estimate:
     busy: Mapping[str, float]  # sEU kind -> busy fraction of the steady-state iteration
     trace: tuple[Event, ...] = ()
     dram_bytes: float = 0.0  # what the kernel's copies move to or from DRAM, after reuse in L2
+    dram_seconds: float = 0.0  # those bytes at the chip's DRAM bandwidth
 
     def bottleneck(self) -> str:
         return max(self.busy, key=self.busy.get) if self.busy else ""
+
+    @property
+    def dram_bound(self) -> bool:
+        """Whether moving the DRAM bytes takes at least half the predicted time (the kernel streams memory)."""
+        return self.dram_seconds >= 0.5 * self.seconds
 
 
 def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, share: float = 1.0,
@@ -353,6 +359,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
         fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
         hidden = (waves - 1) * max(0.0, min(fill, epilogue))
+    dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
+                              for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
         cycles_per_iteration=per_iter,
         block_cycles=block,
@@ -361,8 +369,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         seconds=vdev.cycles_to_seconds(wave_cycles * waves - hidden),
         busy=util,
         trace=tuple(sim.events or ()),
-        dram_bytes=blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
-                                for t in graph.stasks for r in [sim.reuse.get(t.id)] if r),
+        dram_bytes=dram_bytes,
+        dram_seconds=dram_bytes / vdev.dram_bandwidth,
     )
 
 

@@ -38,8 +38,8 @@ from .space import (
 )
 from .verify import violations
 
-__all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "search_graph", "search", "search_tiles",
-           "schedule_graph"]
+__all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "search_graph", "search",
+           "search_tiles", "schedule_graph"]
 
 
 class NoValidPlan(PlanError):
@@ -190,10 +190,19 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     return out
 
 
-def _rank(c: Candidate) -> tuple:
+def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "") -> tuple:
     """Fastest predicted first; among equals, the one moving less through DRAM (the safer margin where the
-    model's DRAM time is close to what binds), then by note."""
-    return (c.seconds, c.estimate.dram_bytes, c.note)
+    model's DRAM time is close to what binds), then, where DRAM binds, the deeper pipeline (more loads in
+    flight hide the DRAM latency that a throughput-bound price leaves out), then by note.
+
+    Memory-bound Mamba2 plans tie exactly at every depth; by note alone the single-stage one came first and
+    measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites). Where
+    compute binds the depth is left alone: a deeper tie of FlashAttention (d64) measured 1.09x slower."""
+    return (est.seconds, est.dram_bytes, -plan.num_stages if est.dram_bound else 0, note)
+
+
+def _rank(c: Candidate) -> tuple:
+    return rank_key(c.estimate, c.plan, c.note)
 
 
 def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping[str, Any]], STaskGraph],
