@@ -30,7 +30,6 @@ wait
   missed=$(grep -vxFf <(echo "$reached") "$work/ids.txt")
   echo "not reached before the limit: $(echo -n "$missed" | grep -c .)"
   [ -n "$missed" ] && echo "$missed" | sed 's/^/  /'
-} | tee "$out/gpu-tests.txt.head"
-for f in "$work"/part-*.txt; do echo; echo "==== $(basename "$f")"; cat "$f"; done >> "$out/gpu-tests.txt.head"
-mv "$out/gpu-tests.txt.head" "$out/gpu-tests.txt"
+} | tee "$work/summary.txt"
+for f in "$work/summary.txt" "$work"/part-*.txt; do echo "==== $(basename "$f")"; cat "$f"; echo; done > "$out/gpu-tests.txt"
 rm -rf "$work"

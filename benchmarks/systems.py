@@ -87,9 +87,8 @@ def _pt_tvm(template: Any, problem: Mapping[str, Any], vdev: Any, *, tune_top_k:
     if shared is not None:
         shared["search"] = tr.search
     best = tr.best.candidate
-    func = planned_func(template.name, problem, best, vdev)  # not tr.kernel's: a split-KV decode is two kernels
     return kernel_outputs(template, tr.kernel), _planned_info(
-        func, template, problem, best.plan, plan=best.note, tile=dict(best.plan.tile),
+        tr.kernel.prim_func, template, problem, best.plan, plan=best.note, tile=dict(best.plan.tile),
         search_s=round(tr.search.seconds, 3),
         tune_s=round(time.perf_counter() - t0, 1), predicted_ms=best.seconds * 1e3, candidates_timing=tr.timing,
         candidates=[{"note": m.candidate.note, "tile": dict(m.candidate.plan.tile),

@@ -460,6 +460,11 @@ class SplitKV:
     def get_kernel_source(self) -> str:
         return self.split.get_kernel_source() + "\n" + self.combine.get_kernel_source()
 
+    @property
+    def prim_func(self) -> Any:
+        """The planned PrimFunc (the split kernel's): what a compiled kernel of the other templates reports."""
+        return self.split.prim_func
+
 
 DECODE_ATTENTION = DecodeTemplate(
     name="decode_attention",

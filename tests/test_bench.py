@@ -999,19 +999,21 @@ def test_ratio_moves_match_configs_across_new_template_defaults():
 
 
 def test_pt_tvm_row_of_a_split_kv_pick(monkeypatch):
-    """The tuned pt-tvm system reports a split-KV decode pick (a split kernel and a combine, no single
-    ``prim_func``): on an H100 every such config failed with AttributeError (2026-11-23)."""
+    """The tuned pt-tvm system reports a split-KV decode pick (a split kernel and a combine, compiled apart):
+    on an H100 every such config failed with AttributeError, the pair having no ``prim_func`` (2026-11-23)."""
     from benchmarks import systems
     from pt_tvm import hw
-    from pt_tvm.compiler import schedule_template
+    from pt_tvm.compiler import planned_func, schedule_template
     from pt_tvm.templates import get
     from pt_tvm.tune import Measured, TuneResult
+    from templates.decode_attention import SplitKV
 
     template, vdev = get("decode_attention"), hw.get("h100")
     problem, _ = template.resolve(batch=1, kv_len=65536)
     result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
     split = next(c for c in result.ranked if c.plan.tile["num_splits"] > 1)
-    kernel = types.SimpleNamespace(split=object(), combine=object())  # what compile returns: no prim_func
+    func = planned_func("decode_attention", problem, split, vdev)
+    kernel = SplitKV(types.SimpleNamespace(prim_func=func), object())  # what compile returns, kernels faked
 
     def tune(name, target, **kw):
         return TuneResult(Measured(split, 0.1, 1e-3), kernel, (Measured(split, 0.1, 1e-3),), result, problem, "graph")
@@ -1020,3 +1022,4 @@ def test_pt_tvm_row_of_a_split_kv_pick(monkeypatch):
     monkeypatch.setattr(systems, "kernel_outputs", lambda template, kernel: kernel)
     _, info = systems._pt_tvm(template, problem, vdev)
     assert info["tile"]["num_splits"] == split.plan.tile["num_splits"] > 1 and info["plan"] == split.note
+    assert info["grid"] == systems.grid_blocks(func)
