@@ -162,8 +162,9 @@ def time_rows(rows: Sequence[dict], built: Mapping[str, Callable[..., Any]], set
 def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any], *, log: Any,
                 warmup_ms: float, rep_ms: float, rounds: int, sms: int) -> list[dict]:
     """Build, check and time every system of one config on the same inputs; its rows."""
-    torch._dynamo.reset()  # torch-compile's forward is one code object for every config: past Dynamo's
-    # recompile limit (8 shapes) it silently ran eager PyTorch; each config compiles afresh, as a user's model
+    # torch-compile's function is one code object to Dynamo in every config: past its recompile limit (8 shapes)
+    # it silently ran eager PyTorch. Each config compiles afresh, as a user's model would.
+    torch._dynamo.reset()
     template = templates.get(cfg.kernel)
     problem, _ = template.resolve(**cfg.problem)
     flops = template.flops(problem)
