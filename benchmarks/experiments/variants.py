@@ -1,0 +1,113 @@
+"""One GPU experiment shape shared by the plan experiments: per config, named variants (candidates) of one
+search, each checked on every output against the float32 reference on fresh random inputs (NaN-prefilled),
+then timed with cuBLAS in alternating rounds, inputs rotated past the L2. Prints a table, writes JSON after
+every config (a run cut off by its time limit keeps what it finished)."""
+import json
+import os
+import time
+from typing import Callable, Mapping, Sequence
+
+import torch
+
+from benchmarks.suite import header
+from benchmarks.systems import build_system
+from pt_tvm import hw, templates
+from pt_tvm.compiler import planned_func, schedule_template
+from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved
+from pt_tvm.search import Candidate, SearchResult, SearchSpace
+from pt_tvm.tune import compile_jobs, warm
+
+__all__ = ["describe", "compare"]
+
+Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
+
+
+def describe(c: Candidate) -> str:
+    t = c.plan.tile
+    return (f"{t['block_M']}x{t['block_N']}x{t['block_K']}, {c.plan.tile_order.describe()}"
+            + (", persistent" if c.plan.persistent else "") + (", rows split" if c.plan.row_split else ""))
+
+
+def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:
+    """A plan that is two variants is timed once, under its first name."""
+    out: dict[str, Candidate] = {}
+    for name, c in picks.items():
+        if c is not None and all(c.plan != o.plan for o in out.values()):
+            out[name] = c
+    return out
+
+
+def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir: str, out_name: str,
+            command: str, deadline_s: float, space: SearchSpace = SearchSpace(), template: str = "gemm") -> list:
+    """Search each config (``note`` is a label), time ``picks(result, vdev)`` against cuBLAS; the rows."""
+    t_start = time.time()
+    vdev = hw.from_device()
+    tmpl = templates.get(template)
+    searched = []
+    for cfg in configs:
+        problem = {k: v for k, v in cfg.items() if k != "note"}
+        result, problem, _ = schedule_template(template, vdev, params=problem, space=space)
+        searched.append((cfg, problem, result, _distinct(picks(result, vdev))))
+    keys = [(i, name) for i, (_, _, _, p) in enumerate(searched) for name in p]
+    jobs = [job for _, problem, _, p in searched for job in compile_jobs(template, problem, vdev, p.values())]
+    errors = dict(zip(keys, warm(jobs, workers=max(1, (os.cpu_count() or 2) - 1))))
+    print(f"searched {len(configs)} configs and compiled {len(jobs)} kernels in {time.time() - t_start:.0f} s",
+          flush=True)
+    rows = []
+    head = header(command, torch.cuda.get_device_name())
+    for i, (cfg, problem, result, chosen) in enumerate(searched):
+        if time.time() - t_start > deadline_s:
+            print(f"{cfg['dtype']} {cfg['note']}: not timed, past {deadline_s} s", flush=True)
+            continue
+        make = lambda seed: tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
+        sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
+        check = make(1_000)
+        refs = as_outputs(tmpl.reference(*check, **problem))
+        fns, info = {}, {}
+        cublas, _ = build_system("cublas", tmpl, problem, vdev)
+        for name, c in [("cublas", None), *chosen.items()]:
+            entry = {"worker": errors[i, name]} if c is not None else {}
+            try:
+                fn = cublas if c is None else tmpl.compile(planned_func(template, problem, c, vdev), vdev.tvm_target())
+                (chk,) = check_call(fn, check, refs)
+                entry.update(rel_err=chk.rel_err, prefill=chk.prefill)
+                if c is not None:
+                    entry.update(plan=c.plan.to_dict(), kernel=describe(c), predicted_ms=c.seconds * 1e3,
+                                 predicted_dram_gb=c.estimate.dram_bytes / 1e9)
+                if chk.rel_err < REL_TOL[problem["dtype"]] and chk.prefill == "nan":
+                    fns[name] = fn
+                else:
+                    entry["error"] = f"wrong result: rel err {chk.rel_err:.2e} ({chk.prefill} prefill)"
+            except Exception as ex:  # reported in the row
+                entry["error"] = f"{type(ex).__name__}: {ex}"[:400]
+            info[name] = entry
+        del refs
+        for name, t in time_interleaved(fns, sets, rounds=5, round_ms=150.0).items():
+            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(problem) / t.ms / 1e9)
+        info["model pick"] = {"is": next((n for n, c in chosen.items() if c.plan == result.best.plan),
+                                         describe(result.best))}
+        rows.append({"config": cfg, "systems": info})
+        base = info["cublas"].get("tflops")
+        line = "  ".join(f"{n} {v['tflops']:.0f} ({v['tflops'] / base:.2f}x)" if "tflops" in v and base
+                         else f"{n} ERR" for n, v in info.items() if n not in ("cublas", "model pick"))
+        print(f"{cfg['dtype']:>8} {cfg['note']:<16} cublas {base or 0:.0f}  {line}", flush=True)
+        torch.cuda.empty_cache()
+        with open(os.path.join(out_dir, out_name), "w") as f:
+            json.dump({"header": head, "rows": rows}, f, indent=1, default=str)
+    print(f"\nTFLOP/s over cuBLAS's; kernels as searched (total {time.time() - t_start:.0f} s)")
+    print(f"{'config':<26}{'cuBLAS':>8}" + "".join(f"{v:>16}" for v in names) + "  model pick")
+    for r in rows:
+        s, cfg = r["systems"], r["config"]
+        base = s["cublas"].get("tflops")
+        cells = [f"{s[v]['tflops']:.0f} ({s[v]['tflops'] / base:.2f}x)" if v in s and "tflops" in s[v] and base
+                 else ("ERR" if v in s else "-") for v in names]
+        print(f"{cfg['dtype'][:4] + ' ' + cfg['note']:<26}{base or 0:>8.0f}" + "".join(f"{c:>16}" for c in cells)
+              + f"  {s['model pick']['is']}")
+    for r in rows:
+        for v in names:
+            if v in r["systems"]:
+                e = r["systems"][v]
+                print(f"  {r['config']['dtype'][:4]} {r['config']['note']:<16} {v:<13} {e.get('kernel', '')}: "
+                      f"predicted {e.get('predicted_ms', 0):.3f} ms, measured {e.get('ms', float('nan')):.3f} ms"
+                      + (f"  {e['error']}" if "error" in e else ""))
+    return rows
