@@ -75,7 +75,10 @@ def _full_lengths(problem: Mapping[str, Any]) -> None:
 
 def sdpa(backend_name: str) -> Callable:
     """``F.scaled_dot_product_attention`` on the contiguous cache, as a user calls it to decode: the new queries
-    against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right)."""
+    against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right).
+    The lower-right causal bias (``causal_lower_right``) with ``enable_gqa`` fails inside torch 2.11's SDPA
+    ("Boolean value of Tensor with more than one value is ambiguous", every q_len 4 row on an H100,
+    2026-11-23), so with GQA the mask is the boolean one users write instead (keys up to their own position)."""
 
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
         from torch.nn.attention.bias import causal_lower_right  # loads torch._dynamo and sympy: ~1 s on --help
@@ -85,8 +88,11 @@ def sdpa(backend_name: str) -> Callable:
         _full_lengths(problem)
         backend = getattr(SDPBackend, backend_name)
         q_len, kv_len = problem["q_len"], problem["kv_len"]
-        mask = causal_lower_right(q_len, kv_len) if q_len > 1 else None
         gqa = problem["heads"] != problem["kv_heads"]
+        mask = None
+        if q_len > 1:
+            mask = torch.ones(q_len, kv_len, dtype=torch.bool, device="cuda").tril(kv_len - q_len) if gqa \
+                else causal_lower_right(q_len, kv_len)
 
         def run(q, k, v, seqlens):
             with sdpa_kernel(backend):
@@ -94,7 +100,8 @@ def sdpa(backend_name: str) -> Callable:
                                                    attn_mask=mask, enable_gqa=gqa)
             return o.transpose(1, 2)
 
-        return run, {"layout": "BHSD views of the BSHD cache", "mask": "causal_lower_right" if mask else "none"}
+        kind = "none" if mask is None else "boolean, lower-right causal" if gqa else "causal_lower_right"
+        return run, {"layout": "BHSD views of the BSHD cache", "mask": kind}
 
     return make
 

@@ -34,9 +34,10 @@ import numpy as np
 from .cache import atomic_write
 from .graph import OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
+from .lowering import FULL_ROW_POLICY, wgmma_columns
 from .plan import Append, ExecutionPlan, Style, TileOrder
 from .simulate import Simulation, Stream
-from .verify import register_estimate, shared_bytes
+from .verify import gemm_warpgroups, register_estimate, shared_bytes
 
 __all__ = ["Calibration", "Estimate", "Event", "estimate", "sTask_cycles", "copy_rates", "dram_reuse",
            "least_dram_order", "streaming_eus", "calibrate",
@@ -250,6 +251,40 @@ def streaming_eus(graph: STaskGraph, vdev: VDevice) -> int:
 
 
 # ---------------------------------------------------------------- the simulated clock
+# A wgmma whose A operand lies in shared memory reads its 64x16 slice of A again for every instruction, so a
+# warpgroup whose slice of the tile has few columns reads more shared memory per flop: an m64n128k16 reads 1.2x,
+# an m64n64k16 1.6x the bytes per flop of an m64n256k16. This is the share of that extra reading the tensor
+# cores wait for where both operands stream through the loop (a GEMM's main loop: the copies into shared
+# memory contend with the reads). Measured on one H100 (benchmarks/results/2026-11-24-h100-row-split): the
+# same 128x256 GEMM plans at block_K 32 ran 1.01-1.12x (geomean 1.06x) slower as 2 x m64n128 per warpgroup
+# than as one m64n256 (0.25 x 0.2 = 5%), and 256x128 tiles, which TileLang splits into m64n64 wgmmas,
+# 1.10-1.11x slower than 128x256 as m64n256 (0.25 x 0.6 = 15%). With the Spearman rank correlation of the
+# 2026-11-23 H100 GEMM rows goes from 0.56 to 0.78. FlashAttention's QK^T (Q resident) is left out: priced
+# the same way, the model's first pick on that run's attention rows fell from 0.2% to 1.1% behind the best.
+WGMMA_OPERAND_COST = 0.25
+
+
+def _operand_reads(cols: int) -> float:
+    """Elements an m64n{cols}k16 wgmma reads from shared memory (A and B) per multiply-add."""
+    return (64 * 16 + 16 * cols) / (64 * 16 * cols)
+
+
+def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, float]:
+    """Gemm sTask -> how much longer than its flops alone its wgmmas take, from each warpgroup's wgmma width
+    (:func:`pt_tvm.lowering.wgmma_columns`), for the loop's gemms whose operands the loop copies into shared
+    memory; none on chips without wgmma."""
+    if "wgmma" not in vdev.features:
+        return {}
+    loaded = {w.buffer for s in graph.loop_stasks if s.op == OpKind.COPY for w in s.writes if w.scope != "global"}
+    out = {}
+    for t, wgs in gemm_warpgroups(plan, graph, vdev):
+        if t.placement == Placement.LOOP and wgs >= 1 and all(r.buffer in loaded for r in t.reads[:2]):
+            full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
+            cols = min(256, wgmma_columns(t.tile_shape[0], t.tile_shape[1], wgs, full_row))
+            out[t.id] = 1.0 + WGMMA_OPERAND_COST * (_operand_reads(cols) / _operand_reads(256) - 1.0)
+    return out
+
+
 class _Timeline(Simulation):
     """The plan's streams on one EU's sEUs: each issued instance occupies its sEU for ``work / rate``
     cycles (the servers of its kind, shared by every stream) and completes ``latency`` cycles later."""
@@ -287,6 +322,7 @@ class _Timeline(Simulation):
         self.in_flight = plan.in_flight()
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
+        self.wgmma = wgmma_factor(plan, graph, vdev)
 
     def sync_delay(self, stream: Stream, a: Append) -> float:
         return self.sync_cost.get((stream.role, a.stask), 0.0)
@@ -297,7 +333,7 @@ class _Timeline(Simulation):
         if key not in self.cycles:
             self.cycles[key] = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
         work, latency = self.cycles[key]
-        work *= self.cal.factor(a.seu)
+        work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
         pool = self.servers[a.seu]
         k = min(range(len(pool)), key=pool.__getitem__)
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate

@@ -15,10 +15,26 @@ from .hw import SEUKind, VDevice
 from .plan import ExecutionPlan, Style
 
 __all__ = ["base_stage", "NAMED_BARRIERS", "MAX_HANDOFF_WARPGROUPS", "handoff_barriers", "wgmma_waits",
-           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP"]
+           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP", "wgmma_columns"]
 
 FULL_ROW_POLICY = "1"  # tl GemmWarpPolicy.FullRow, as extraction records a gemm's policy
 UNROLL_LOOP = "tl.UnrollLoop"  # TVM's loop-unrolling pass config (not among TileLang's PassConfigKey)
+
+
+def wgmma_columns(m: int, n: int, warpgroups: int, full_row: bool) -> int:
+    """The columns of each warpgroup's wgmma for an ``m x n`` gemm tile on ``warpgroups`` warpgroups, as
+    TileLang 0.1.15 partitions it on Hopper (``GemmWarpPolicyNode::computeWarpPartition``, warps counted in
+    whole warpgroups along the rows): ``FullRow`` stacks the most warpgroups on the rows that leave each a
+    multiple of 16 rows per warp, the rest split the columns; ``Square`` takes the split whose rows and
+    columns per warp (16 x 8 elements a unit) are closest to the tile's own aspect, fewest on the rows on a tie.
+    128x256 on two: 256 columns with FullRow, 128 with Square; 256x128 on two: 128 either way."""
+    warps = 4 * warpgroups
+    if full_row:
+        rows = next((r for r in range(warps, 3, -4) if m % (16 * r) == 0), 4)
+    else:
+        splits = [r for r in range(4, warps + 1, 4) if warps % r == 0 and r <= m // 16 and warps // r <= n // 8]
+        rows = min(splits, key=lambda r: abs((m / (16 * r)) / (n / (8 * (warps // r))) - m / n), default=4)
+    return n // (warps // rows)
 
 
 def base_stage(plan: ExecutionPlan, graph: STaskGraph, role: str) -> int:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .graph import DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
-from .lowering import FULL_ROW_POLICY
+from .lowering import FULL_ROW_POLICY, wgmma_columns
 from .plan import (
     Append,
     ExecutionPlan,
@@ -57,7 +57,7 @@ class SearchSpace:
     depths: tuple[int, ...] = (1, 2, 3, 4)
     max_stage: int = 1
     random_orders: int = 4
-    row_split: bool = False  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
+    row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
 
 
 class Priority(str, enum.Enum):
@@ -339,15 +339,16 @@ def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Ex
 
 
 def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:
-    """The warp-specialized plan with its gemm tiles split over the warpgroups by rows only, where that differs
-    from the template's split: a gemm on several warpgroups whose row slices would be wider than tall, which
-    TileLang's ``Square`` policy splits by columns (128x256 on two: 128x128 each, as 2 x m64n128, against
-    64x256, one m64n256); else None. The cost model prices both splits alike (same flops, same bytes), so the
-    search offers this only on request (:attr:`SearchSpace.row_split`) and measurement decides."""
+    """The warp-specialized plan with its gemm tiles split over the warpgroups by rows only, where that widens
+    a warpgroup's wgmma (:func:`pt_tvm.lowering.wgmma_columns`): TileLang's ``Square`` policy gives 128x256 on
+    two warpgroups 2 x m64n128 each and 256x128 4 x m64n64, rows give them m64n256 and 2 x m64n128; else
+    None. The cost model prices the wider wgmma's fewer operand reads (:data:`pt_tvm.cost.WGMMA_OPERAND_COST`)."""
     if plan.style != Style.WARP_SPECIALIZED or plan.row_split:
         return None
     for t, wgs in gemm_warpgroups(plan, graph, vdev):
-        if t.attrs.get("policy") != FULL_ROW_POLICY and wgs > 1 and t.tile_shape[1] > t.tile_shape[0] // wgs:
+        m, n = t.tile_shape[0], t.tile_shape[1]
+        square = t.attrs.get("policy") != FULL_ROW_POLICY
+        if square and wgmma_columns(m, n, wgs, True) > wgmma_columns(m, n, wgs, False):
             return replace(plan, row_split=True)
     return None
 

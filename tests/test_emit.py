@@ -19,6 +19,7 @@ import pt_tvm
 from pt_tvm import hw
 from pt_tvm.compiler import FallbackWarning, lower
 from pt_tvm.graph import Placement
+from pt_tvm.lowering import wgmma_columns
 from pt_tvm.passes import ApplyPipelineSchedule, PipeThreader, apply_plan
 from pt_tvm.plan import Append
 from pt_tvm.search import SearchSpace, search
@@ -388,6 +389,24 @@ def test_row_split_plan_issues_full_width_wgmmas(tmp_path):
     assert _wgmma_shapes(split) == {(64, 256, 16)}
     assert "float C_l[128];" in square and "float C_l[128];" in split
     compiles_without_spills(split, tmp_path, "rows")
+
+
+@pytest.mark.parametrize("block_M, block_N, wgs", [(128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 128, 1),
+                                                    (64, 256, 1), (128, 64, 2)])
+@pytest.mark.parametrize("row_split", [False, True])
+def test_wgmma_columns_are_what_tilelang_emits(block_M, block_N, wgs, row_split):
+    """``lowering.wgmma_columns`` (what the cost model prices a gemm's wgmma width by) is the N of the wgmma
+    TileLang emits for the tile on that many consumer warpgroups, with the template's Square policy and split
+    by rows."""
+    func = _func("gemm", M=1024, N=1024, K=512, block_M=block_M, block_N=block_N, block_K=64)
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    plan = replace(plan, row_split=row_split)
+    if violations(plan, graph, vdev):
+        pytest.skip("the rows do not split over the warpgroups")
+    src = _lower(apply_plan(func, plan, vdev, graph), "h100")
+    assert {n for _, n, _ in _wgmma_shapes(src)} == {wgmma_columns(block_M, block_N, wgs, row_split)}
 
 
 def test_row_split_is_rejected_where_the_rows_do_not_divide():

@@ -55,12 +55,14 @@ def h200():
 
 def test_h100_gemm_first_pick_and_ranks(h100_gemm):
     """32 GEMM and GEMM+row-sum configs, 4 measured plans each: first pick 0.8% behind the fastest in
-    geometric mean (4.1% at worst); Spearman 0.71 in mean, 0.20 at worst (plans that measured within a few
-    percent, which the model prices alike)."""
+    geometric mean (4.1% at worst); Spearman 0.67 in mean, 0.20 at worst (plans that measured within a few
+    percent, which the model prices alike). Pricing the wgmma width (``cost.WGMMA_OPERAND_COST``) took the
+    mean from 0.71 to 0.67 here (the first pick unchanged), and from 0.56 to 0.78 on the 2026-11-23 GEMM rows,
+    0.45 to 0.74 on the H200's."""
     every = h100_gemm[-1]
     assert every.kernel == "all" and every.configs == 32 and every.few_plans == 0
     assert every.gap_geomean < 1.01 and every.gap_worst < 1.05
-    assert every.spearman_mean > 0.68 and every.spearman_worst > 0.15
+    assert every.spearman_mean > 0.64 and every.spearman_worst > 0.15
 
 
 def test_h100_chunk_state_ranks():

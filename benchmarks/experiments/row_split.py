@@ -28,7 +28,7 @@ CONFIGS = ([dict(M=2048, N=N, K=K, dtype="float16", note=f"llama3-8b {p} M2048")
            + [dict(M=2048, N=8512, K=2048, dtype="float16", note="mamba2 in M2048"),
               dict(M=2048, N=2048, K=4096, dtype="float16", note="mamba2 out M2048"),
               dict(M=4096, N=4096, K=4096, dtype="float16", note="square 4096")])
-VARIANTS = ("model pick", "wide pers.", "wide pers. rows", "k64 pers.", "k64 pers. rows", "tall")
+VARIANTS = ("pick", "wide pers.", "wide pers. rows", "k64 pers.", "k64 pers. rows", "tall")
 DEADLINE_S = 430
 
 
@@ -41,14 +41,14 @@ def _twin(c: Candidate | None, vdev: VDevice) -> Candidate | None:
 
 
 def variants(result, vdev):
-    """The model's pick; the best plans of the wide tile (more columns than rows: where the split matters) in
+    """The model's pick (``pick``); the best plans of the wide tile (more columns than rows: where the split matters) in
     persistent walk at the model's block_K and at 64, each also with its rows split; the best of the tall tile."""
     plain = [c for c in result.ranked if not c.plan.row_split]
     wide = [c for c in plain if c.plan.tile["block_N"] > c.plan.tile["block_M"]]
     tall = [c for c in plain if c.plan.tile["block_N"] < c.plan.tile["block_M"]]
     walked = next((c for c in wide if c.plan.persistent), None)
     k64 = next((c for c in wide if c.plan.persistent and c.plan.tile["block_K"] == 64), None)
-    return {"model pick": result.best, "wide pers.": walked,
+    return {"pick": result.best, "wide pers.": walked,
             "wide pers. rows": _twin(walked, vdev), "k64 pers.": k64, "k64 pers. rows": _twin(k64, vdev),
             "tall": tall[0] if tall else None}
 

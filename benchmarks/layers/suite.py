@@ -215,14 +215,34 @@ def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, w
     del ref
     time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms)
     for row in rows:
+        if row["system"] in built:
+            row["kernels_top"] = kernel_profile(built[row["system"]], sets[0])
+    for row in rows:
         ms = f"{row['ms']:.3f} ms" if row["ms"] else "-"
         print(f"{cfg.kernel:<12} b{problem['batch']:<3} s{problem['seqlen']:<5} {row['system']:<27} {ms:>11} "
               f"err={row['rel_err']} valid={row['valid']} {row.get('error') or row.get('skipped') or ''}",
               file=log, flush=True)
+        for k in row.get("kernels_top", [])[:6]:
+            print(f"    {k['us']:>9.1f} us x{k['launches']:g}  {k['kernel'][:100]}", file=log, flush=True)
     del sets, x, built, layer
     gc.collect()
     torch.cuda.empty_cache()
     return rows
+
+
+def kernel_profile(fn: Callable, inputs: Sequence, calls: int = 3, top: int = 10) -> list[dict]:
+    """Where one call's GPU time goes: its ``top`` kernels by total time (torch.profiler over ``calls`` calls,
+    after the timing: compiled and warm), each with microseconds per layer call and launches per call."""
+    from torch.profiler import ProfilerActivity, profile  # loaded on the GPU run only
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn(*inputs)
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.self_device_time_total > 0]
+    events.sort(key=lambda e: e.self_device_time_total, reverse=True)
+    return [{"kernel": e.key[:120], "us": round(e.self_device_time_total / calls, 1), "launches": e.count / calls}
+            for e in events[:top]]
 
 
 def dry_run_configs(configs: Iterable[Config], *, log: Any = None) -> list[dict]:
