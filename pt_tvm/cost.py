@@ -319,6 +319,8 @@ class _Timeline(Simulation):
             if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
         lsu = eu.seu(SEUKind.LSU)
         self.cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
+        self.wg_threads = eu.warpgroup_warps * eu.warp_size
+        self.cp_async_cycles = 0.0 if lsu.is_async else CP_ASYNC_CYCLES  # fitted where the LSU model is synchronous
         self.in_flight = plan.in_flight()
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
@@ -355,7 +357,8 @@ class _Timeline(Simulation):
         if a.stask in self.in_flight:
             after = start + self.tc_issue
         elif a.stask in self.cp_async:
-            after = start + self.cp_async_issue
+            per_thread = t.bytes * stream.share / (self.wg_threads * _CP_ASYNC_BYTES)  # cp.async instructions
+            after = start + max(self.cp_async_issue, per_thread * self.cp_async_cycles)
         else:
             after = start + self.issue_cycles[a.seu] if self.issue_cycles[a.seu] is not None else end
         if self.events is not None:
@@ -418,6 +421,14 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
 CO_RESIDENT_OVERLAP = 0.8
 
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
+_CP_ASYNC_BYTES = 16  # the most one thread's cp.async moves
+# Cycles a warpgroup's warps spend per cp.async instruction of each thread (address math and issue) before their
+# next sTask: a software pipeline issues its copies from the warps that run its wgmmas. Fitted on recorded runs:
+# with 32 the model's first pick on the 12 layer GEMMs of benchmarks/results/2026-11-24-h100-layer-gemms moves
+# from 8.0% to 6.7% behind the fastest (worst 28.6% to 17.1%), on the H200's 117 attention configs from 2.5% to
+# 1.7%, the 2026-11-23 H100 suites' attention from 0.2% to 0.1%; the 428cb8d H100 run's attention from 6.2% to
+# 6.4% (one config 59% -> 73%: its plans at every thread count).
+CP_ASYNC_CYCLES = 32.0
 _MBARRIER_CYCLES = 40.0  # one mbarrier try_wait/arrive round trip (model)
 # How much later than alone a warpgroup's wgmma completes for each sibling warpgroup issuing the same
 # wgmma beside it (the last completes with the whole role's work). With 0.5 the model ranks turns with

@@ -361,6 +361,13 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
     return any(v.rule in _RESOURCE_RULES for v in violations(plan, graph, vdev))
 
 
+# A software pipeline of one stage copies through registers (no cp.async), holding its warps. On Hopper, where
+# every tile also has warp-specialized plans, such plans measured 1.8-2.6x their predicted time and 1.6-2.7x the
+# fastest plan of their GEMM (benchmarks/results/2026-11-24-h100-layer-gemms: the model's first pick on 4 of 12
+# configs), and 1.04-1.28x the deepest chunk_state pipeline (2026-11-23); no recorded run has one fastest.
+_SYNC_COPIES_LOSE = True
+
+
 def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
                tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
     """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
@@ -390,6 +397,8 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
                                            priority=pr, tile=tile), note
     if "software_pipeline" in vdev.features:  # on Hopper too: no producer warp, several blocks per SM
         for n in space.depths:
+            if n == 1 and _SYNC_COPIES_LOSE and "warp_specialization" in vdev.features:
+                continue
             probe = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM,
                                        tile=tile)
             if probe is not None and resource_bound(probe, graph, vdev):

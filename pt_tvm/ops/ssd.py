@@ -14,7 +14,7 @@ Inductor fuses):
 2. ``states``: the state each chunk leaves behind (``chunk_state`` kernel);
 3. ``prev_states``, ``final_states`` (glue, mamba's ``_state_passing_fwd``): the state entering each
    chunk and the one after the last, from the chunks' states decayed by ``exp(dA_cumsum[..., -1])``;
-4. ``cb = C B^T`` per chunk in float32 (glue, mamba's ``_bmm_chunk_fwd``);
+4. ``cb = C B^T`` per chunk, accumulated and returned in float32 (glue, mamba's ``_bmm_chunk_fwd``);
 5. ``out`` (``chunk_scan`` kernel), then ``D [heads, headdim]`` (the kernel takes ``D [heads]``) and
    the gate ``out * silu(z)`` when given (glue).
 """
@@ -219,6 +219,18 @@ def _state_passing(states: Tensor, dA_last: Tensor, initial_states: Optional[Ten
     return passed[:, :-1], passed[:, -1]
 
 
+def _chunk_products(C: Tensor, B: Tensor) -> Tensor:
+    """``C B^T`` of ``[..., length, dstate]`` half-precision tiles, float32: on a GPU as one batched half-precision
+    matmul that accumulates and returns float32 (``bmm``'s ``out_dtype``; exact products, as mamba_ssm's
+    ``_bmm_chunk_fwd``), elsewhere by upcasting first (a float32 matmul there: CUDA's runs without tensor cores)."""
+    if not C.is_cuda:
+        return torch.matmul(C.float(), B.float().transpose(-1, -2))
+    *batch, length, dstate = C.shape
+    products = torch.bmm(C.reshape(-1, length, dstate), B.reshape(-1, length, dstate).transpose(-1, -2),
+                         out_dtype=torch.float32)
+    return products.view(*batch, length, length)
+
+
 def _bmm_chunk(C: Tensor, B: Tensor, chunk: int) -> Tensor:
     """``cb [batch, nchunks, groups, chunk, chunk]`` float32: ``C B^T`` within each chunk, zero past the end of a
     partial last chunk (computed apart from the whole chunks: ``C`` and ``B`` are never padded)."""
@@ -226,16 +238,16 @@ def _bmm_chunk(C: Tensor, B: Tensor, chunk: int) -> Tensor:
     full, rest = divmod(seqlen, chunk)
 
     def chunked(t: Tensor, start: int, n: int, length: int) -> Tensor:
-        """Positions ``start .. start + n*length`` as ``[batch, n, groups, length, dstate]`` float32."""
-        return t[:, start:start + n * length].reshape(batch, n, length, groups, dstate).transpose(2, 3).float()
+        """Positions ``start .. start + n*length`` as ``[batch, n, groups, length, dstate]``."""
+        return t[:, start:start + n * length].reshape(batch, n, length, groups, dstate).transpose(2, 3)
 
-    whole = torch.matmul(chunked(C, 0, full, chunk), chunked(B, 0, full, chunk).transpose(-1, -2))
+    whole = _chunk_products(chunked(C, 0, full, chunk), chunked(B, 0, full, chunk))
     if not rest:
         return whole
     cb = whole.new_zeros((batch, full + 1, groups, chunk, chunk))
     cb[:, :full] = whole
-    cb[:, full, :, :rest, :rest] = torch.matmul(chunked(C, full * chunk, 1, rest),
-                                                chunked(B, full * chunk, 1, rest).transpose(-1, -2))[:, 0]
+    tail = full * chunk
+    cb[:, full, :, :rest, :rest] = _chunk_products(chunked(C, tail, 1, rest), chunked(B, tail, 1, rest))[:, 0]
     return cb
 
 
