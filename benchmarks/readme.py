@@ -99,9 +99,13 @@ def _run_table(entry: Entry, run: Mapping[str, Any], link: str) -> list[str]:
              + (f". {entry.note}" if entry.note else ""), ""]
     cols = [f"vs {p}" for p in peers] + ["vs best peer"]
     lines += ["| kernel | configs | " + " | ".join(cols) + " |", "|---" * (len(cols) + 2) + "|"]
+    # pt-tvm's ops under torch.compile (the layers suite) are a system of ours too: a row each
+    subjects = [SUBJECT] + sorted({r["system"] for r in rows if r["system"].startswith(SUBJECT + "+")})
     for kernel, configs in _group(rows).items():
-        cells = [_cell(*speedups(configs, SUBJECT, p)) for p in [*peers, None]]
-        lines.append(f"| {kernel} | {len(configs)} | " + " | ".join(cells) + " |")
+        for subject in subjects:
+            cells = [_cell(*speedups(configs, subject, p)) for p in [*peers, None]]
+            name = kernel if subject == SUBJECT else f"{kernel} ({subject})"
+            lines.append(f"| {name} | {len(configs)} | " + " | ".join(cells) + " |")
     headline = _headline(rows)
     return lines + ([""] + headline if headline else []) + [""]
 
