@@ -368,6 +368,15 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
 _SYNC_COPIES_LOSE = True
 
 
+def _copies_and_gemms_only(graph: STaskGraph) -> bool:
+    """Whether the loop only loads tiles and multiplies them (a GEMM's main loop): no CUDA-core work beside the
+    tensor cores that co-resident software-pipelined blocks could overlap. On chips that warp-specialize such
+    loops get warp-specialized plans only: in every recorded GEMM and GEMM + row-sum config (67 on an H100 and an
+    H200, 55 with both kinds measured; tests/data) and in both layer-GEMM runs of 2026-11-24, the fastest
+    software pipeline was slower than the fastest warp-specialized plan, while the model priced some first."""
+    return all(t.op in (OpKind.COPY, OpKind.GEMM) for t in graph.loop_stasks)
+
+
 def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
                tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
     """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
@@ -395,7 +404,8 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
                             f"stages {ps or '{}'}, {pname(pr)} order")
                     yield warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage=ps,
                                            priority=pr, tile=tile), note
-    if "software_pipeline" in vdev.features:  # on Hopper too: no producer warp, several blocks per SM
+    ws_only = "warp_specialization" in vdev.features and _copies_and_gemms_only(graph)
+    if "software_pipeline" in vdev.features and not ws_only:  # on Hopper too: no producer warp, blocks share SMs
         for n in space.depths:
             if n == 1 and _SYNC_COPIES_LOSE and "warp_specialization" in vdev.features:
                 continue
