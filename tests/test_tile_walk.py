@@ -29,7 +29,7 @@ from pt_tvm.passes import apply_plan, extract_stask_graph
 from pt_tvm.passes.ir import find_root_block, launch_info, top_level
 from pt_tvm.plan import ExecutionPlan, Style, TileOrder
 from pt_tvm.search import search_graph
-from pt_tvm.space import Priority, tile_orders, tile_walks, warp_specialized
+from pt_tvm.space import Priority, software_pipelined, tile_orders, tile_walks, warp_specialized
 from pt_tvm.templates import get
 from pt_tvm.verify import violations
 
@@ -217,9 +217,8 @@ def test_orders_and_persistence_that_cannot_be_emitted_are_rejected():
                for v in violations(replace(plan, tile_order=TileOrder(4)), flat, H100))
     unknown = replace(graph, grid={"bx": None, "by": 8})
     assert any(v.rule == "tile_order" for v in violations(replace(plan, persistent=True), unknown, H100))
-    _, _, _, sp_graph, sp_plan = _planned("gemm", style=Style.SOFTWARE_PIPELINE, M=1024, N=1024, K=256,
-                                          block_M=128, block_N=128, block_K=64)
-    assert {v.rule for v in violations(replace(sp_plan, persistent=True), sp_graph, H100)} == {"emission"}
+    sp_plan = software_pipelined(graph, H100, num_stages=2, threads=graph.threads, priority=Priority.PROGRAM)
+    assert {v.rule for v in violations(replace(sp_plan, persistent=True), graph, H100)} == {"emission"}
 
 
 def test_search_walks_large_gemm_tiles_in_panels_and_persistently():

@@ -5,9 +5,9 @@
 #     (batch 1: the GEMMs of 512-777 tokens lost 1.3-2.7x to cuBLAS: see ../2026-11-24-h100-layer-gemms)
 #   at 2f56600: bash benchmarks/layers-gpu.sh llama-batched 2f56600; bash benchmarks/layers-gpu.sh mamba2-batched 2f56600
 #     (16 x 4096 did not finish within the call: max-autotune's compile)
-#   at COMMIT, after the fixes: bash benchmarks/layers-gpu.sh mamba2 COMMIT; bash benchmarks/layers-gpu.sh llama COMMIT
+#   at 19bd2c9 (19bd2c9/), after the fixes, and at a31c519 (here; GEMM main loops warp-specialized only):
+#     bash benchmarks/layers-gpu.sh mamba2 COMMIT; bash benchmarks/layers-gpu.sh llama COMMIT
 # Then, on any machine:
-#   python -m benchmarks merge layers-llama.json layers-llama-batched.json layers-mamba2.json \
-#       layers-mamba2-batched.json --out layers.json
+#   python -m benchmarks merge layers-llama.json layers-mamba2.json --out layers.json
 #   python -m benchmarks report layers.json --out-dir layers/
 bash benchmarks/layers-gpu.sh "$@"
