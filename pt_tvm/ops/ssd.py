@@ -198,25 +198,19 @@ def _chunk_cumsum(dt: Tensor, A: Tensor, chunk: int, dt_bias: Optional[Tensor], 
     return dt, prefix_sum(dt * A.float()[None, :, None, None])
 
 
-def _segsum(x: Tensor) -> Tensor:
-    """``out[..., i, j] = x[..., j+1] + ... + x[..., i]`` for ``j <= i`` (0 on the diagonal), ``-inf`` above:
-    summed per entry, not as a difference of cumulative sums, so long sequences lose no precision."""
-    n = x.shape[-1]
-    after = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)  # [j, k]: k > j
-    sums = prefix_sum(x[..., None, :].expand(*x.shape[:-1], n, n).masked_fill(~after, 0.0))
-    return sums.transpose(-1, -2).masked_fill(~torch.ones(n, n, dtype=torch.bool, device=x.device).tril(),
-                                              -math.inf)
-
-
 def _state_passing(states: Tensor, dA_last: Tensor, initial_states: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     """``(prev_states [batch, nchunks, heads, headdim, dstate], final_states [batch, heads, headdim, dstate])``
-    in float32: ``s_0 = initial_states`` (or 0), ``s_{c+1} = exp(dA_last[c]) s_c + states[c]``, in closed form
-    (one batched matmul by the decays between every pair of chunks)."""
-    start = torch.zeros_like(states[:, 0]) if initial_states is None else initial_states.float()
-    stacked = torch.cat([start[:, None], states], dim=1)                              # [b, c+1, h, p, n]
-    decay = torch.exp(_segsum(F.pad(dA_last, (1, 0))))                               # [b, h, c+1, c+1]
-    passed = torch.einsum("bhzj,bjhpn->bzhpn", decay, stacked)
-    return passed[:, :-1], passed[:, -1]
+    in float32: ``s_0 = initial_states`` (or 0), ``s_{c+1} = exp(dA_last[c]) s_c + states[c]``, chunk by chunk
+    as mamba_ssm's ``_state_passing_fwd`` runs it: elementwise steps that Inductor fuses into one pass over the
+    states (the closed form, a float32 matmul by the decays between every pair of chunks, ran 27-35 us per
+    Mamba2-1.3B layer call on an H100 at 512-2048 tokens: a SIMT GEMM, with copies around it)."""
+    s = torch.zeros_like(states[:, 0]) if initial_states is None else initial_states.float()
+    decay = torch.exp(dA_last)[..., None, None]                                        # [b, h, c, 1, 1]
+    entering = []
+    for c in range(states.shape[1]):
+        entering.append(s)
+        s = decay[:, :, c] * s + states[:, c]
+    return torch.stack(entering, dim=1), s
 
 
 def _chunk_products(C: Tensor, B: Tensor) -> Tensor:
