@@ -7,7 +7,9 @@
 #     (16 x 4096 did not finish within the call: max-autotune's compile)
 #   at 19bd2c9 (19bd2c9/), after the fixes, and at a31c519 (here; GEMM main loops warp-specialized only):
 #     bash benchmarks/layers-gpu.sh mamba2 COMMIT; bash benchmarks/layers-gpu.sh llama COMMIT
+#   at b6c4304 (Mamba2's state passing chunk by chunk): bash benchmarks/layers-gpu.sh mamba2 b6c4304
+#     (renamed layers-mamba2-rerun.json/.log)
 # Then, on any machine:
-#   python -m benchmarks merge layers-llama.json layers-mamba2.json --out layers.json
+#   python -m benchmarks merge layers-llama.json layers-mamba2.json --rerun layers-mamba2-rerun.json --out layers.json
 #   python -m benchmarks report layers.json --out-dir layers/
 bash benchmarks/layers-gpu.sh "$@"
