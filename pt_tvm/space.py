@@ -361,13 +361,6 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
     return any(v.rule in _RESOURCE_RULES for v in violations(plan, graph, vdev))
 
 
-# A software pipeline of one stage copies through registers (no cp.async), holding its warps. On Hopper, where
-# every tile also has warp-specialized plans, such plans measured 1.8-2.6x their predicted time and 1.6-2.7x the
-# fastest plan of their GEMM (benchmarks/results/2026-11-24-h100-layer-gemms: the model's first pick on 4 of 12
-# configs), and 1.04-1.28x the deepest chunk_state pipeline (2026-11-23); no recorded run has one fastest.
-_SYNC_COPIES_LOSE = True
-
-
 def _copies_and_gemms_only(graph: STaskGraph) -> bool:
     """Whether the loop only loads tiles and multiplies them (a GEMM's main loop): no CUDA-core work beside the
     tensor cores that co-resident software-pipelined blocks could overlap. On chips that warp-specialize such
@@ -407,7 +400,11 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     ws_only = "warp_specialization" in vdev.features and _copies_and_gemms_only(graph)
     if "software_pipeline" in vdev.features and not ws_only:  # on Hopper too: no producer warp, blocks share SMs
         for n in space.depths:
-            if n == 1 and _SYNC_COPIES_LOSE and "warp_specialization" in vdev.features:
+            # one stage copies through registers (no cp.async), holding its warps; where every tile also has
+            # warp-specialized plans such plans measured 1.8-2.6x their price and 1.6-2.7x the fastest plan of their
+            # GEMM (benchmarks/results/2026-11-24-h100-layer-gemms: the model's pick on 4 of 12 configs), and
+            # 1.04-1.28x the deepest chunk_state pipeline (2026-11-23); no recorded run has one fastest
+            if n == 1 and "warp_specialization" in vdev.features:
                 continue
             probe = software_pipelined(graph, vdev, num_stages=n, threads=graph.threads, priority=Priority.PROGRAM,
                                        tile=tile)
