@@ -100,6 +100,13 @@ class Estimate:
         return self.dram_seconds >= 0.5 * self.seconds
 
 
+# Cycles the TMA unit of an SM spends per global tile request beside its bytes (descriptor fetch, address
+# generation, the mbarrier's transaction count). Fitted with the H100 TMA rate (pt_tvm.hw) on the warp-specialized
+# plans of benchmarks/results/2026-11-24-h100-layer-gemms (GEMMs of 512-2500 rows, all bound by their loads): the
+# same tiles at block_K 32 ran 5-15% slower than at block_K 64, about 115 cycles per loop iteration of two copies.
+TMA_REQUEST_CYCLES = 55.0
+
+
 def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, share: float = 1.0,
                  copy_rate: float | None = None) -> tuple[float, float]:
     """(occupancy, latency) cycles of ``share`` of sTask ``t`` on the EU's sEU of ``kind``; a copy moves
@@ -111,6 +118,8 @@ def sTask_cycles(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, shar
         work = t.flops * share / rate
     elif kind in (SEUKind.TMA, SEUKind.LSU) and t.op in (OpKind.COPY, OpKind.ATOMIC):
         work = t.bytes * share / (copy_rate or min(_l2_rate(t, kind, graph, vdev), _dram_rate(t, graph, vdev)))
+        if kind == SEUKind.TMA and _global(t):
+            work += TMA_REQUEST_CYCLES * share
     elif kind == SEUKind.SFU:
         cuda = vdev.eu.seu(SEUKind.CUDA_CORE)
         work = max(t.sfu_ops / seu.throughput, t.flops / cuda.throughput) * share

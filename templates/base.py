@@ -87,7 +87,7 @@ class Template:
         """Split ``overrides`` into (problem, tile) dicts over the defaults and check that tile; unknown keys
         raise."""
         problem, tile = self._split(overrides)
-        _check_tile_values(self.name, tile)
+        _check_tile_values(self.name, tile, self.tile_space)
         self.check(problem, tile)
         return problem, tile
 
@@ -156,14 +156,14 @@ class Template:
         return kernel
 
 
-def _check_tile_values(template: str, tile: Mapping[str, Any]) -> None:
+def _check_tile_values(template: str, tile: Mapping[str, Any], space: Mapping[str, tuple]) -> None:
     """What no kernel can launch with, whatever the template: tile parameters are positive ints, block sizes
-    (``block_*``) powers of two (TileLang's layouts and swizzles assume them), ``threads`` within a block's
-    limit."""
+    (``block_*``) powers of two (TileLang's layouts and swizzles assume them) or a value the template's tile
+    space lists (a template that offers one has checked it lowers), ``threads`` within a block's limit."""
     for key, value in tile.items():
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise TemplateError(f"{template}: parameter {key!r} must be a positive int, got {value!r}")
-        if key.startswith("block_") and value & (value - 1):
+        if key.startswith("block_") and value & (value - 1) and value not in space.get(key, ()):
             raise TemplateError(f"{template}: parameter {key!r} must be a power of two, got {value}")
     if tile.get("threads", 0) > MAX_THREADS:
         raise TemplateError(f"{template}: parameter 'threads'={tile['threads']} exceeds the {MAX_THREADS} threads "

@@ -14,12 +14,16 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError
 
-__all__ = ["GEMM", "GEMM_ROWSUM"]
+__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU"]
 
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
+# The largest output tile: a 128x256 fp32 accumulator, 128 registers a thread on two consumer warpgroups. A
+# 256x192 tile (192 a thread) measured 1.2-1.4x slower than 128x256 on the layer GEMMs of one H200
+# (benchmarks/results/2026-11-26-h200-layer-gemms), though the model priced it faster.
+_MAX_TILE = 128 * 256
 
 
 def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
@@ -27,21 +31,36 @@ def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
     return (N, K) if trans_B else (K, N)
 
 
-def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int):
-    """The shared tile program ``C_l = A[block row by] @ op(B)[block column bx]``, a macro both kernels inline."""
+def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int,
+                   part_stride: int = 0):
+    """The shared tile program, a macro every kernel inlines: for each fp32 fragment of ``accs``, ``accs[i] =
+    A[block row by] @ op(B)[block column bx of part i]``, where part ``i`` of ``B``'s N dimension starts at
+    ``i * part_stride`` (one part for a GEMM; two, the gate and up halves of a fused SwiGLU weight). One ``A``
+    tile feeds every part."""
+
+    def b_tile(B, part, bx, k):
+        """The ``B`` tile of ``part`` at block column ``bx`` and K step ``k``, as ``B`` lies."""
+        n = part * part_stride + bx * block_N
+        return B[n, k * block_K] if trans_B else B[k * block_K, n]
 
     @T.macro
-    def mainloop(A, B, C_l, bx, by):
+    def mainloop(A, B, accs, bx, by):
+        # TileLang names a buffer after the variable it is bound to (a loop variable renames it), so every tile
+        # has its own variable and the parts are written out: one, or the gate's and the up projection's
         A_s = T.alloc_shared((block_M, block_K), dtype)
         B_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
-        T.clear(C_l)
+        T.clear(accs[0])
+        if len(accs) == 2:
+            B_up_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
+            T.clear(accs[1])
         for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
             T.copy(A[by * block_M, k * block_K], A_s)
-            if trans_B:
-                T.copy(B[bx * block_N, k * block_K], B_s)
-            else:
-                T.copy(B[k * block_K, bx * block_N], B_s)
-            T.gemm(A_s, B_s, C_l, transpose_B=trans_B)
+            T.copy(b_tile(B, 0, bx, k), B_s)
+            if len(accs) == 2:
+                T.copy(b_tile(B, 1, bx, k), B_up_s)
+            T.gemm(A_s, B_s, accs[0], transpose_B=trans_B)
+            if len(accs) == 2:
+                T.gemm(A_s, B_up_s, accs[1], transpose_B=trans_B)
 
     return mainloop
 
@@ -60,7 +79,7 @@ def build_gemm(
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
-            mainloop(A, B, C_l, bx, by)
+            mainloop(A, B, (C_l,), bx, by)
             T.copy(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
@@ -92,7 +111,7 @@ def build_gemm_rowsum(
             C_s = T.alloc_shared((block_M, block_N), dtype)
             S_l = T.alloc_fragment((block_M,), _ACCUM)
             S_s = T.alloc_shared((block_M,), _ACCUM)
-            mainloop(A, B, C_l, bx, by)
+            mainloop(A, B, (C_l,), bx, by)
             T.reduce_sum(C_l, S_l, dim=1)
             T.copy(S_l, S_s)
             T.atomic_add(S[by * block_M:(by + 1) * block_M], S_s)
@@ -102,12 +121,35 @@ def build_gemm_rowsum(
     return gemm_rowsum
 
 
+def build_gemm_swiglu(
+    M: int, N: int, K: int, dtype: str,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+):
+    """``C = silu(A @ W_gate^T) * (A @ W_up^T)`` for the fused weight ``W = [W_gate; W_up]`` (``[2N, K]``, as a
+    gated MLP's gate/up projection lies): each block multiplies one ``A`` tile by both halves' tiles into two
+    fp32 fragments and stores only the gated product, so the ``[M, 2N]`` projection never reaches memory."""
+    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, part_stride=N)
+
+    @T.prim_func
+    def gemm_swiglu(A: T.Tensor((M, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            G_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            U_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            mainloop(A, W, (G_l, U_l), bx, by)
+            for i, j in T.Parallel(block_M, block_N):
+                C_s[i, j] = G_l[i, j] / (1.0 + T.exp(-G_l[i, j])) * U_l[i, j]
+            T.copy(C_s, C[by * block_M, bx * block_N])
+
+    return gemm_swiglu
+
+
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """Reject dtypes the kernels do not take and non-positive sizes; any M, N, K fits any tile (ragged edge
     tiles are zero-filled on load and clipped on store by TileLang's copies)."""
     if problem["dtype"] not in _DTYPES:
         raise TemplateError(f"gemm: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
-    if not isinstance(problem["trans_B"], bool):
+    if not isinstance(problem.get("trans_B", True), bool):
         raise TemplateError(f"gemm: parameter 'trans_B' must be a bool, got {problem['trans_B']!r}")
     params = {**problem, **tile}
     for key in ("M", "N", "K", "block_M", "block_N", "block_K", "threads"):
@@ -115,6 +157,9 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
             raise TemplateError(f"gemm: parameter {key!r} must be a positive int, got {params[key]!r}")
     if tile["threads"] % 32:
         raise TemplateError(f"gemm: parameter 'threads' must be a multiple of 32, got {tile['threads']}")
+    if tile["block_M"] * tile["block_N"] > _MAX_TILE:
+        raise TemplateError(f"gemm: tile {tile['block_M']}x{tile['block_N']} holds more than {_MAX_TILE} fp32 "
+                            f"accumulators (128 registers a thread over two warpgroups)")
 
 
 def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Generator | None) -> torch.Tensor:
@@ -133,6 +178,21 @@ def _make_gemm_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
 def _make_rowsum_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
     """``A``, ``B`` as for GEMM plus the zeroed fp32 accumulator ``S[M]`` the kernel adds into."""
     return (*_make_gemm_inputs(problem, device, generator), torch.zeros(problem["M"], device=device))
+
+
+def _make_swiglu_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """Random ``A[M, K]`` and fused weight ``W[2N, K]`` in the problem dtype, scaled by ``1/sqrt(K)`` so the
+    gate's pre-activations are O(1) (standard normals would put most of them deep in SiLU's flat tails)."""
+    M, N, K, dtype = problem["M"], problem["N"], problem["K"], problem["dtype"]
+    W = (torch.randn((2 * N, K), generator=generator, device=generator.device if generator is not None else device)
+         / K ** 0.5)
+    return _randn((M, K), dtype, device, generator), W.to(device=device, dtype=getattr(torch, dtype))
+
+
+def _swiglu_reference(A: torch.Tensor, W: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """``silu(A @ W_gate^T) * (A @ W_up^T)`` in float32."""
+    gate, up = (A.float() @ W.float().T).chunk(2, dim=-1)
+    return torch.nn.functional.silu(gate) * up
 
 
 def _gemm_reference(A: torch.Tensor, B: torch.Tensor, **problem: Any) -> torch.Tensor:
@@ -157,9 +217,14 @@ def _rowsum_flops(problem: Mapping[str, Any]) -> float:
     return _gemm_flops(problem) + problem["M"] * problem["N"]
 
 
+def _swiglu_flops(problem: Mapping[str, Any]) -> float:
+    """Both halves' multiply-adds (``2 x 2MNK``) and the gate's SiLU and product (about 4 per output)."""
+    return 4.0 * problem["M"] * problem["N"] * problem["K"] + 4.0 * problem["M"] * problem["N"]
+
+
 _PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16", "trans_B": False}
 _TILE = {"block_M": 128, "block_N": 128, "block_K": 64, "threads": 128}
-_TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 256), "block_K": (32, 64), "threads": (128, 256)}
+_TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 192, 256), "block_K": (32, 64), "threads": (128, 256)}
 
 GEMM = Template(
     name="gemm",
@@ -188,4 +253,20 @@ GEMM_ROWSUM = Template(
     inout_idx=(2,),
     check=_check,
     doc="C = A @ B and S[M] += rowsum(C) in fp32 (S is in/out, zero on entry; call kernel(A, B, S) -> C).",
+)
+
+GEMM_SWIGLU = Template(
+    name="gemm_swiglu",
+    builder=build_gemm_swiglu,
+    reference=_swiglu_reference,
+    problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16"},
+    tile=dict(_TILE),
+    # two fp32 fragments of block_M x block_N: at most the registers of one 128x256 GEMM tile
+    tile_space={"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64), "threads": (128, 256)},
+    make_inputs=_make_swiglu_inputs,
+    flops=_swiglu_flops,
+    out_idx=(2,),
+    check=_check,
+    pass_configs=FAST_MATH,
+    doc="C[M,N] = silu(A @ W[:N]^T) * (A @ W[N:]^T) for a fused gate/up weight W[2N,K] (fp16/bf16, fp32 accumulation).",
 )

@@ -55,6 +55,8 @@ def test_fake_tensors_propagate_shapes_and_dtypes():
         assert ops.linear(e(64), e(32, 64)).shape == (32,)
         assert ops.matmul(e(7, 64), e(64, 16)).shape == (7, 16)
         assert torch.ops.pt_tvm.gemm(e(7, 64), e(16, 64), True).shape == (7, 16)
+        assert ops.swiglu(e(3, 5, 64), e(32, 64)).shape == (3, 5, 16)
+        assert torch.ops.pt_tvm.gemm_swiglu(e(7, 64), e(32, 64)).shape == (7, 16)
         lens = e(2, dtype=torch.int32)
         out = ops.decode_attention(e(2, 4, 32, 128), e(2, 4096, 8, 128), e(2, 4096, 8, 128), lens)
         assert (out.shape, out.dtype) == ((2, 4, 32, 128), F16)

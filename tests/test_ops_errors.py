@@ -123,6 +123,13 @@ CASES = [
     ("linear-weight-device", lambda: ops.linear(e(4, 64, device="meta"), e(128, 64)), ValueError,
      "argument 'weight' is on cpu but 'x' is on meta"),
     ("linear-cpu", lambda: ops.linear(e(4, 64), e(128, 64)), ValueError, "argument 'x' is on cpu"),
+    ("swiglu-odd-weight", lambda: ops.swiglu(e(4, 64, device="meta"), e(127, 64, device="meta")), ValueError,
+     r"argument 'weight' must stack the gate and up projections \(\[2N, K\]\), got 127 rows"),
+    ("swiglu-in-features", lambda: ops.swiglu(e(4, 64), e(128, 32)), ValueError,
+     r"argument 'weight' has K=32 \(dim 1 of \[N2, K\]\), but 'x' has K=64"),
+    ("swiglu-weight-dtype", lambda: ops.swiglu(e(4, 64), e(128, 64, dtype=BF16)), TypeError,
+     "argument 'weight' is torch.bfloat16 but 'x' is torch.float16"),
+    ("swiglu-cpu", lambda: ops.swiglu(e(4, 64), e(128, 64)), ValueError, "argument 'x' is on cpu"),
     # chunk_state, chunk_scan
     ("state-nchunks", lambda: ops.chunk_state(**state_args(dt=e(2, 4, 3, 64, dtype=F32),
                                                           dA_cumsum=e(2, 4, 3, 64, dtype=F32))), ValueError,

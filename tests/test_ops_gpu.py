@@ -118,6 +118,17 @@ def test_linear(gen, shape, bias, dtype):
     close(out, F.linear(x.float(), w.float(), b.float() if bias else None), dtype, "linear")
 
 
+@pytest.mark.parametrize("shape, dtype", [((2, 256, 512, 768), BF16), ((333, 1024, 320), F16)], ids=["bf16", "ragged"])
+def test_swiglu(gen, shape, dtype):
+    """Against ``silu(gate) * up`` of float32 ``F.linear``; the weight scaled as a model's (1/sqrt(in)) so the
+    gate's pre-activations are O(1)."""
+    *lead, k, n = shape
+    x = randn(gen, *lead, k, dtype=dtype)
+    w = (randn(gen, 2 * n, k, dtype=torch.float32) / k ** 0.5).to(dtype)
+    gate, up = F.linear(x.float(), w.float()).chunk(2, dim=-1)
+    close(ops.swiglu(x, w), F.silu(gate) * up, dtype, "swiglu")
+
+
 # ---------------------------------------------------------------- Mamba2 SSD
 SSD = {"batch": 2, "seqlen": 512, "heads": 8, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 2}
 

@@ -19,7 +19,7 @@ MI300 = {"kind": "hip", "mcpu": "gfx942"}
 
 GEMM_SMALL = {"M": 256, "N": 256, "K": 256}
 FA_SMALL = {"batch": 1, "heads": 8, "kv_heads": 8, "seq_len": 256}
-SMALL = {"gemm": GEMM_SMALL, "gemm_rowsum": GEMM_SMALL, "flash_attention": FA_SMALL}
+SMALL = {"gemm": GEMM_SMALL, "gemm_rowsum": GEMM_SMALL, "gemm_swiglu": GEMM_SMALL, "flash_attention": FA_SMALL}
 
 # Bundled TVM reports codegen failures as TypeError (a failed Downcast).
 SM80_CAUSAL_BUG = pytest.mark.xfail(
@@ -58,6 +58,8 @@ LOWER_CASES = [
     pytest.param("gemm_rowsum", SM90, {}, id="gemm_rowsum-sm90"),
     pytest.param("gemm_rowsum", SM80, {}, id="gemm_rowsum-sm80"),
     pytest.param("gemm_rowsum", MI300, {}, id="gemm_rowsum-gfx942"),
+    pytest.param("gemm_swiglu", SM90, {}, id="gemm_swiglu-sm90"),
+    pytest.param("gemm_swiglu", SM80, {"dtype": "bfloat16"}, id="gemm_swiglu-sm80-bf16"),
     pytest.param("flash_attention", SM90, {}, id="fa-sm90-d128"),
     pytest.param("flash_attention", SM90, {"dim": 64}, id="fa-sm90-d64"),
     pytest.param(
@@ -81,7 +83,7 @@ def test_lowers(name: str, target: dict, overrides: dict) -> None:
         assert "AtomicAdd" in src
 
 
-@pytest.mark.parametrize("name", ["gemm", "gemm_rowsum", "flash_attention"])
+@pytest.mark.parametrize("name", ["gemm", "gemm_rowsum", "gemm_swiglu", "flash_attention"])
 def test_no_hand_schedule(name: str) -> None:
     """One pipelined loop, annotated with num_stages alone: no order/stage from the template."""
     (loop,) = _pipelined_loops(get(name).build(num_stages=3, **SMALL[name]))
@@ -94,6 +96,15 @@ def test_gemm_loop_body_is_copies_and_gemm(name: str) -> None:
     (loop,) = _pipelined_loops(get(name).build(**GEMM_SMALL))
     ops = [stmt.value.op.name for stmt in loop.body.seq]
     assert ops == ["tl.tileop.copy", "tl.tileop.copy", "tl.tileop.gemm"]
+
+
+def test_gemm_swiglu_loop_reads_both_halves_of_the_weight() -> None:
+    """One ``A`` tile, the gate's and the up projection's ``W`` tiles (``N`` rows apart), two gemms."""
+    (loop,) = _pipelined_loops(get("gemm_swiglu").build(M=256, N=384, K=256))
+    ops = [stmt.value.op.name for stmt in loop.body.seq]
+    assert ops == ["tl.tileop.copy"] * 3 + ["tl.tileop.gemm"] * 2
+    rows = [str(stmt.value.args[0].args[0].indices[0]) for stmt in loop.body.seq[1:3]]
+    assert rows[0] == "bx * 128" and rows[1] == "384 + bx * 128", rows
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -193,6 +204,18 @@ def test_gemm_rowsum_reference() -> None:
     naive = _naive_gemm(A, B)
     torch.testing.assert_close(C.double(), naive, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(S_ref.double(), naive.sum(dim=1), rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_swiglu_reference() -> None:
+    """``silu(gate) * up`` of the naive product with ``W``'s first ``N`` rows and its last ``N``; the inputs keep
+    the gate's pre-activations O(1), where SiLU is neither linear nor flat."""
+    shape = {"M": 6, "N": 5, "K": 7}
+    A, W = _inputs("gemm_swiglu", **shape)
+    assert A.shape == (6, 7) and W.shape == (10, 7) and W.dtype == A.dtype
+    gate, up = _naive_gemm(A, W[:5].T), _naive_gemm(A, W[5:].T)
+    assert 0.1 < gate.abs().median() < 3
+    ref = get("gemm_swiglu").reference(A, W, **shape)
+    torch.testing.assert_close(ref.double(), gate / (1 + torch.exp(-gate)) * up, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])

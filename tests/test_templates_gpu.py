@@ -85,6 +85,8 @@ SEARCHED = [
     ("gemm", dict(GEMM)),
     ("gemm", dict(GEMM, dtype="bfloat16")),
     ("gemm_rowsum", dict(GEMM)),
+    ("gemm", dict(M=777, N=6144, K=4096, trans_B=True)),
+    ("gemm_swiglu", dict(M=777, N=1000, K=1024)),
     ("flash_attention", dict(FA)),
     ("flash_attention", dict(FA, causal=True, kv_heads=2)),
     ("flash_attention", dict(FA, dim=64, heads=16, kv_heads=16)),

@@ -1,9 +1,10 @@
-"""GPU experiment (issues 14, 15): the GEMMs of the layers suite's small and ragged token counts, where pt-tvm's
-picks lost most in the 2026-11-24 H100 layers run (1.3-1.6x cuBLAS's time at 512 and 777 tokens): the plans
-tuning would measure (``tune.diverse_top``: the best of each tile and role split, then of each configuration),
-against cuBLAS, to see which plans win there and where the cost model's ranking goes wrong.
+"""GPU experiment (issues 14, 15): the GEMMs of the layers suite as the layers call them (``linear``: the weight
+``[N, K]``, ``trans_B``), at small and ragged token counts (512, 777) and at 2048 and 4096 tokens, where pt-tvm's
+picks lost to cuBLAS in the 2026-11-24 H100 layers run: the plans tuning would measure (``tune.diverse_top``:
+the best of each tile and role split, then of each configuration), against cuBLAS, to see which plans win there
+and where the cost model's ranking goes wrong.
 
-Run from the project root on the GPU machine: ``python -m benchmarks.experiments.layer_gemms $OUT`` (about 6
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.layer_gemms $OUT`` (about 5
 minutes on one H100). Writes ``layer_gemms.json``; ``top1`` is the model's pick.
 """
 import os
@@ -17,11 +18,13 @@ _LLAMA = [("qkv", *LLAMA3_SHAPES[("llama3-8b", "qkv")]), ("o", *LLAMA3_SHAPES[("
           ("gate_up", 2 * LLAMA3_SHAPES[("llama3-8b", "up")][0], 4096),
           ("down", *LLAMA3_SHAPES[("llama3-8b", "down")])]
 _MAMBA = [("in", 8512, 2048), ("out", 2048, 4096)]
-CONFIGS = ([dict(M=M, N=N, K=K, dtype="float16", note=f"llama {p} M{M}") for M in (512, 777) for p, N, K in _LLAMA]
-           + [dict(M=M, N=N, K=K, dtype="float16", note=f"mamba2 {p} M{M}") for M in (512, 2500) for p, N, K in _MAMBA])
+CONFIGS = ([dict(M=M, N=N, K=K, dtype="float16", trans_B=True, note=f"llama {p} M{M}")
+            for M in (512, 777, 2048, 4096) for p, N, K in _LLAMA]
+           + [dict(M=M, N=N, K=K, dtype="float16", trans_B=True, note=f"mamba2 {p} M{M}")
+              for M in (512, 2500) for p, N, K in _MAMBA])
 TOP = 6
 VARIANTS = tuple(f"top{i + 1}" for i in range(TOP))
-DEADLINE_S = 470
+DEADLINE_S = 330
 
 
 def variants(result, vdev):

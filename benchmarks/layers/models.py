@@ -1,7 +1,8 @@
 """The two layers of the ``layers`` suite as plain PyTorch modules, written once and told which ops to call.
 
 :class:`LlamaLayer` is a LLaMA-3-8B decoder layer in prefill (RMSNorm, fused QKV projection, RoPE, causal GQA
-attention, output projection, RMSNorm, fused gate/up projection, SwiGLU, down projection, both residuals);
+attention, output projection, RMSNorm, SwiGLU over the fused gate/up projection (one op: pt-tvm fuses it into
+one kernel), down projection, both residuals);
 :class:`Mamba2Block` is a Mamba2-1.3B mixer (in-projection, causal depthwise conv1d, the SSD chunked scan,
 gated RMSNorm, out-projection), laid out as mamba_ssm's ``Mamba2`` module's non-fused path. The heavy ops go
 through an :class:`Ops` set: :data:`EAGER` is plain PyTorch (SDPA for attention, :func:`ssd_chunked` for the
@@ -22,7 +23,7 @@ from torch import Tensor, nn
 from pt_tvm.ops.ssd import prefix_sum
 
 __all__ = ["LlamaShape", "Mamba2Shape", "Ops", "EAGER", "LlamaLayer", "Mamba2Block", "LAYERS", "twin",
-           "rms_norm", "gated_rms_norm", "rope", "sdpa_attention", "ssd_chunked", "accumulator"]
+           "rms_norm", "gated_rms_norm", "swiglu", "rope", "sdpa_attention", "ssd_chunked", "accumulator"]
 
 
 def accumulator(dtype: torch.dtype) -> torch.dtype:
@@ -87,6 +88,12 @@ class Mamba2Shape:
         return self.d_inner + self.conv_dim + self.nheads
 
 
+def swiglu(x: Tensor, weight: Tensor) -> Tensor:
+    """A gated MLP's input projection: the fused gate/up projection ``weight [2N, in]``, then ``silu(gate) * up``."""
+    gate, up = F.linear(x, weight).chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
 @dataclass(frozen=True)
 class Ops:
     """Which implementation a layer calls for each heavy op (one set per system)."""
@@ -96,6 +103,7 @@ class Ops:
     attention: Callable[[Tensor, Tensor, Tensor], Tensor]  # causal GQA over [batch, seqlen, heads, head_dim]
     ssd: Callable[..., Tensor]  # (x, dt, A, B, C, chunk, D, dt_bias) -> y [batch, seqlen, heads, headdim]
     gated_rms_norm: Callable[..., Tensor]  # (y, z, weight, eps, group_size) -> rmsnorm(y * silu(z)) * weight
+    swiglu: Callable[[Tensor, Tensor], Tensor] = swiglu  # (x [..., in], weight [2N, in]) -> [..., N]
 
 
 # ---------------------------------------------------------------- plain PyTorch
@@ -250,8 +258,7 @@ class LlamaLayer(nn.Module):
         k = rope(k.view(b, n, s.kv_heads, s.head_dim), cos, sin)
         o = ops.attention(q, k, v.view(b, n, s.kv_heads, s.head_dim))
         x = x + ops.linear(o.reshape(b, n, s.heads * s.head_dim), self.o)
-        gate, up = ops.linear(rms_norm(x, self.mlp_norm, s.eps), self.gate_up).chunk(2, dim=-1)
-        return x + ops.linear(F.silu(gate) * up, self.down)
+        return x + ops.linear(ops.swiglu(rms_norm(x, self.mlp_norm, s.eps), self.gate_up), self.down)
 
 
 class Mamba2Block(nn.Module):

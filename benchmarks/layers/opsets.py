@@ -22,6 +22,10 @@ def _linear(x: Tensor, weight: Tensor) -> Tensor:
     return pt_ops.linear(x.contiguous(), weight)
 
 
+def _swiglu(x: Tensor, weight: Tensor) -> Tensor:
+    return pt_ops.swiglu(x.contiguous(), weight)
+
+
 def _attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
     return pt_ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
 
@@ -31,7 +35,7 @@ def _ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: 
                                  dt_softplus=True)
 
 
-PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm)
+PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm, _swiglu)
 
 
 def mamba_ssm() -> Ops:

@@ -110,7 +110,7 @@ def _build(system: str, layer: torch.nn.Module) -> tuple[Callable, dict]:
     plans = {"plans": "measured on the GPU (PT_TVM_TUNE)" if pt_kernels.current().config.tune
              else "the cost model's pick per shape (or the plan cache's)"}
     if system == "pt-tvm":
-        return twin(layer, PT_TVM), {"ops": "pt_tvm.ops: linear, attention, ssd_chunk_scan", **plans}
+        return twin(layer, PT_TVM), {"ops": "pt_tvm.ops: linear, swiglu, attention, ssd_chunk_scan", **plans}
     if system == "pt-tvm+compile":
         return _compiled(twin(layer, PT_TVM), None), {"mode": "default", "fullgraph": True, **plans}
     raise ValueError(f"unknown layers system {system!r} (known: {', '.join(SYSTEMS)})")

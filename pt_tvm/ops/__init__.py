@@ -2,13 +2,13 @@
 ``torch.compile(fullgraph=True)`` graphs without breaks.
 
 Ops: :func:`attention` (``flash_attn_func`` conventions), :func:`decode_attention` (over a contiguous or paged KV
-cache, one plan per shape bucket), :func:`matmul`, :func:`linear`, Mamba2's
-:func:`chunk_state`, :func:`chunk_scan` and the whole SSD forward :func:`ssd_chunk_scan`
-(``mamba_chunk_scan_combined`` conventions), plus the kernel op ``torch.ops.pt_tvm.gemm``. Each has a
-fake (meta) implementation for tracing. The first call of a new shape finds its plan in the plan
-cache, else searches it with the cost model (or, after ``configure(tune=True)`` or with
-``PT_TVM_TUNE=1``, measures the best few on the GPU), compiles it and logs the choice on logger
-``pt_tvm.ops``; later calls of the shape reuse the compiled kernel (see :mod:`pt_tvm.ops.kernels`).
+cache, one plan per shape bucket), :func:`matmul`, :func:`linear`, :func:`swiglu` (a gated MLP's gate/up
+projection and SiLU gating in one kernel), Mamba2's :func:`chunk_state`, :func:`chunk_scan` and the whole SSD
+forward :func:`ssd_chunk_scan` (``mamba_chunk_scan_combined`` conventions), plus the kernel ops
+``torch.ops.pt_tvm.gemm`` and ``torch.ops.pt_tvm.gemm_swiglu``. Each has a fake (meta) implementation for
+tracing. The first call of a new shape finds its plan in the plan cache, else searches it with the cost model
+(or, after ``configure(tune=True)`` or with ``PT_TVM_TUNE=1``, measures the best few on the GPU), compiles it and
+logs the choice on logger ``pt_tvm.ops``; later calls of the shape reuse the compiled kernel (see :mod:`pt_tvm.ops.kernels`).
 
 Example::
 
@@ -29,9 +29,9 @@ Example::
 """
 from .attention import attention
 from .decode import decode_attention
-from .gemm import gemm, linear, matmul
+from .gemm import gemm, gemm_swiglu, linear, matmul, swiglu
 from .kernels import Config, KernelStore, configure, current, using
 from .ssd import chunk_scan, chunk_state, ssd_chunk_scan
 
-__all__ = ["attention", "decode_attention", "matmul", "linear", "gemm", "chunk_state", "chunk_scan", "ssd_chunk_scan",
-           "Config", "KernelStore", "configure", "current", "using"]
+__all__ = ["attention", "decode_attention", "matmul", "linear", "swiglu", "gemm", "gemm_swiglu", "chunk_state",
+           "chunk_scan", "ssd_chunk_scan", "Config", "KernelStore", "configure", "current", "using"]

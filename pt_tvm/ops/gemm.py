@@ -1,4 +1,5 @@
-"""``pt_tvm::gemm`` (the ``gemm`` template's kernel) and the ``matmul`` and ``linear`` ops built on it.
+"""``pt_tvm::gemm`` (the ``gemm`` template's kernel), the ``matmul`` and ``linear`` ops built on it, and ``swiglu``
+(the ``gemm_swiglu`` template: a gated MLP's fused gate/up projection and its SiLU gating in one kernel).
 
 ``linear``'s weight ``[out, in]`` is read as it lies: the template's ``trans_B`` variant copies the
 ``[N, K]`` tiles of ``B`` and multiplies by their transpose in the shared main loop, so no call
@@ -17,9 +18,10 @@ from . import checks
 from .checks import ArgumentError, ArgumentTypeError
 from .kernels import launch
 
-__all__ = ["gemm", "matmul", "linear"]
+__all__ = ["gemm", "matmul", "linear", "gemm_swiglu", "swiglu"]
 
 TEMPLATE = "gemm"
+SWIGLU_TEMPLATE = "gemm_swiglu"
 
 
 def _check_gemm(op: str, a: Tensor, b: Tensor, b_dims: tuple, names: tuple = ("a", "b"),
@@ -102,3 +104,47 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``x @ weight.T + bias`` as ``torch.nn.functional.linear``: ``x [..., in]``, ``weight [out, in]``,
     ``bias [out]`` (float16 or bfloat16, contiguous, one CUDA device). Returns ``[..., out]``."""
     return torch.ops.pt_tvm.linear(x, weight, bias)
+
+
+def _check_swiglu(op: str, a: Tensor, weight: Tensor) -> tuple[int, int, int]:
+    """``a [M, K]`` and the fused weight ``[2N, K]``; returns ``(M, N, K)``."""
+    dims = _check_gemm(op, a, weight, ("N2", "K"), names=("x", "weight"))
+    if dims["N2"] % 2:
+        raise ArgumentError(f"{op}: argument 'weight' must stack the gate and up projections ([2N, K]), got "
+                            f"{dims['N2']} rows")
+    return dims["M"], dims["N2"] // 2, dims["K"]
+
+
+@torch.library.custom_op("pt_tvm::gemm_swiglu", mutates_args=())
+def gemm_swiglu(a: Tensor, weight: Tensor) -> Tensor:
+    """``silu(a @ weight[:N].T) * (a @ weight[N:].T)`` with float32 accumulation: ``a [M, K]``, ``weight [2N, K]``
+    (the gate rows, then the up rows), float16 or bfloat16, contiguous, on one CUDA device; returns ``[M, N]``."""
+    M, N, K = _check_swiglu("pt_tvm.ops.gemm_swiglu", a, weight)
+    problem = {"M": M, "N": N, "K": K, "dtype": str(a.dtype).removeprefix("torch.")}
+    return launch(SWIGLU_TEMPLATE, problem, a, weight)
+
+
+@gemm_swiglu.register_fake
+def _(a, weight):
+    M, N, _ = _check_swiglu("pt_tvm.ops.gemm_swiglu", a, weight)
+    return a.new_empty((M, N))
+
+
+torch.library.define("pt_tvm::swiglu", "(Tensor x, Tensor weight) -> Tensor")
+
+
+@torch.library.impl("pt_tvm::swiglu", "CompositeImplicitAutograd")
+def _swiglu(x: Tensor, weight: Tensor) -> Tensor:
+    op = "pt_tvm.ops.swiglu"
+    _rows(op, "x", x)
+    m = math.prod(x.shape[:-1])
+    _, N, K = _check_swiglu(op, x.view(m, x.shape[-1]), weight)
+    return gemm_swiglu(x.view(m, K), weight).view(*x.shape[:-1], N)
+
+
+def swiglu(x: Tensor, weight: Tensor) -> Tensor:
+    """A gated MLP's SwiGLU input projection in one kernel: ``gate, up = F.linear(x, weight).chunk(2, -1)``, then
+    ``F.silu(gate) * up``, without writing the ``[..., 2N]`` projection. ``x [..., in]``, ``weight [2N, in]`` (the
+    gate projection's rows, then the up projection's), float16 or bfloat16, contiguous, one CUDA device. Returns
+    ``[..., N]``."""
+    return torch.ops.pt_tvm.swiglu(x, weight)
