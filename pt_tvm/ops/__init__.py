@@ -8,7 +8,8 @@ forward :func:`ssd_chunk_scan` (``mamba_chunk_scan_combined`` conventions), plus
 ``torch.ops.pt_tvm.gemm`` and ``torch.ops.pt_tvm.gemm_swiglu``. Each has a fake (meta) implementation for
 tracing. The first call of a new shape finds its plan in the plan cache, else searches it with the cost model
 (or, after ``configure(tune=True)`` or with ``PT_TVM_TUNE=1``, measures the best few on the GPU), compiles it and
-logs the choice on logger ``pt_tvm.ops``; later calls of the shape reuse the compiled kernel (see :mod:`pt_tvm.ops.kernels`).
+logs the choice on logger ``pt_tvm.ops``; later calls of the shape reuse the compiled kernel (see
+:mod:`pt_tvm.ops.kernels`).
 
 Example::
 
