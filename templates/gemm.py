@@ -32,35 +32,28 @@ def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
 
 
 def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int,
-                   part_stride: int = 0):
-    """The shared tile program, a macro every kernel inlines: for each fp32 fragment of ``accs``, ``accs[i] =
-    A[block row by] @ op(B)[block column bx of part i]``, where part ``i`` of ``B``'s N dimension starts at
-    ``i * part_stride`` (one part for a GEMM; two, the gate and up halves of a fused SwiGLU weight). One ``A``
-    tile feeds every part."""
-
-    def b_tile(B, part, bx, k):
-        """The ``B`` tile of ``part`` at block column ``bx`` and K step ``k``, as ``B`` lies."""
-        n = part * part_stride + bx * block_N
-        return B[n, k * block_K] if trans_B else B[k * block_K, n]
+                   gate_rows: int = 0):
+    """The shared tile program, a macro every kernel inlines: ``C_l = A[block row by] @ op(B)[block column bx]``.
+    With ``gate_rows`` (a fused gate/up weight ``[2N, K]``, ``N = gate_rows``, read as it lies) the tile of ``B``
+    is the gate projection's ``block_N / 2`` rows of block column ``bx`` stacked on the up projection's same rows,
+    so one gemm computes both halves side by side in ``C_l``."""
+    half = block_N // 2
 
     @T.macro
-    def mainloop(A, B, accs, bx, by):
-        # TileLang names a buffer after the variable it is bound to (a loop variable renames it), so every tile
-        # has its own variable and the parts are written out: one, or the gate's and the up projection's
+    def mainloop(A, B, C_l, bx, by):
         A_s = T.alloc_shared((block_M, block_K), dtype)
         B_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
-        T.clear(accs[0])
-        if len(accs) == 2:
-            B_up_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
-            T.clear(accs[1])
+        T.clear(C_l)
         for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
             T.copy(A[by * block_M, k * block_K], A_s)
-            T.copy(b_tile(B, 0, bx, k), B_s)
-            if len(accs) == 2:
-                T.copy(b_tile(B, 1, bx, k), B_up_s)
-            T.gemm(A_s, B_s, accs[0], transpose_B=trans_B)
-            if len(accs) == 2:
-                T.gemm(A_s, B_up_s, accs[1], transpose_B=trans_B)
+            if gate_rows:
+                T.copy(B[bx * half, k * block_K], B_s[0:half, :])
+                T.copy(B[gate_rows + bx * half, k * block_K], B_s[half:block_N, :])
+            elif trans_B:
+                T.copy(B[bx * block_N, k * block_K], B_s)
+            else:
+                T.copy(B[k * block_K, bx * block_N], B_s)
+            T.gemm(A_s, B_s, C_l, transpose_B=trans_B)
 
     return mainloop
 
@@ -79,7 +72,7 @@ def build_gemm(
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
-            mainloop(A, B, (C_l,), bx, by)
+            mainloop(A, B, C_l, bx, by)
             T.copy(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
@@ -111,7 +104,7 @@ def build_gemm_rowsum(
             C_s = T.alloc_shared((block_M, block_N), dtype)
             S_l = T.alloc_fragment((block_M,), _ACCUM)
             S_s = T.alloc_shared((block_M,), _ACCUM)
-            mainloop(A, B, (C_l,), bx, by)
+            mainloop(A, B, C_l, bx, by)
             T.reduce_sum(C_l, S_l, dim=1)
             T.copy(S_l, S_s)
             T.atomic_add(S[by * block_M:(by + 1) * block_M], S_s)
@@ -126,20 +119,24 @@ def build_gemm_swiglu(
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
 ):
     """``C = silu(A @ W_gate^T) * (A @ W_up^T)`` for the fused weight ``W = [W_gate; W_up]`` (``[2N, K]``, as a
-    gated MLP's gate/up projection lies): each block multiplies one ``A`` tile by both halves' tiles into two
-    fp32 fragments and stores only the gated product, so the ``[M, 2N]`` projection never reaches memory."""
-    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, part_stride=N)
+    gated MLP's gate/up projection lies). A block computes ``block_N / 2`` output columns: one gemm of its ``A``
+    tile with the gate's and the up projection's rows of those columns stacked into one ``B`` tile, then the
+    gated product of the two halves (through shared memory: TileLang's fragments take one index pattern per
+    loop), so the ``[M, 2N]`` projection never reaches global memory. Gate and up are rounded to the input
+    dtype before the gating, as ``F.silu(gate) * up`` over ``F.linear``'s output rounds them."""
+    half = block_N // 2
+    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N)
 
     @T.prim_func
     def gemm_swiglu(A: T.Tensor((M, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            G_l = T.alloc_fragment((block_M, block_N), _ACCUM)
-            U_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+        with T.Kernel(T.ceildiv(N, half), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
-            mainloop(A, W, (G_l, U_l), bx, by)
-            for i, j in T.Parallel(block_M, block_N):
-                C_s[i, j] = G_l[i, j] / (1.0 + T.exp(-G_l[i, j])) * U_l[i, j]
-            T.copy(C_s, C[by * block_M, bx * block_N])
+            mainloop(A, W, C_l, bx, by)
+            T.copy(C_l, C_s)
+            for i, j in T.Parallel(block_M, half):
+                C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
+            T.copy(C_s[:, 0:half], C[by * block_M, bx * half])
 
     return gemm_swiglu
 
@@ -261,8 +258,8 @@ GEMM_SWIGLU = Template(
     reference=_swiglu_reference,
     problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16"},
     tile=dict(_TILE),
-    # two fp32 fragments of block_M x block_N: at most the registers of one 128x256 GEMM tile
-    tile_space={"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64), "threads": (128, 256)},
+    # block_N: the B tile's rows, gate's and up's; the block's output is block_N / 2 columns wide
+    tile_space={"block_M": (64, 128), "block_N": (128, 256), "block_K": (32, 64), "threads": (128, 256)},
     make_inputs=_make_swiglu_inputs,
     flops=_swiglu_flops,
     out_idx=(2,),

@@ -99,12 +99,14 @@ def test_gemm_loop_body_is_copies_and_gemm(name: str) -> None:
 
 
 def test_gemm_swiglu_loop_reads_both_halves_of_the_weight() -> None:
-    """One ``A`` tile, the gate's and the up projection's ``W`` tiles (``N`` rows apart), two gemms."""
+    """One ``A`` tile; the gate's and the up projection's rows of the block's columns (``N`` rows apart in ``W``)
+    into the two halves of one ``B`` tile; one gemm."""
     (loop,) = _pipelined_loops(get("gemm_swiglu").build(M=256, N=384, K=256))
     ops = [stmt.value.op.name for stmt in loop.body.seq]
-    assert ops == ["tl.tileop.copy"] * 3 + ["tl.tileop.gemm"] * 2
-    rows = [str(stmt.value.args[0].args[0].indices[0]) for stmt in loop.body.seq[1:3]]
-    assert rows[0] == "bx * 128" and rows[1] == "384 + bx * 128", rows
+    assert ops == ["tl.tileop.copy"] * 3 + ["tl.tileop.gemm"]
+    src = [str(stmt.value.args[0].args[0].indices[0]) for stmt in loop.body.seq[1:3]]
+    dst = [str(stmt.value.args[1].args[0].indices[0]) for stmt in loop.body.seq[1:3]]
+    assert src == ["bx * 64", "384 + bx * 64"] and dst == ["0", "64"], (src, dst)
 
 
 @pytest.mark.parametrize("causal", [False, True])
