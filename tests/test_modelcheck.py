@@ -18,6 +18,8 @@ H100_CHUNK_STATE = os.path.join(DATA, "h100-chunk-state-measured-plans.json.gz")
 H200 = os.path.join(DATA, "h200-measured-plans.json.gz")
 H100_ONE_COMMIT = os.path.join(DATA, "h100-one-commit-measured-plans.json.gz")  # 2026-11-23-h100-one-commit
 H100_SUITES = os.path.join(DATA, "h100-suites-measured-plans.json.gz")  # 2026-11-23-h100-suites (5dc838d)
+H100_LAYER_GEMMS = os.path.join(DATA, "h100-layer-gemms-measured-plans.json.gz")  # 2026-11-24-h100-layer-gemms
+H200_LAYER_GEMMS = os.path.join(DATA, "h200-layer-gemms-measured-plans.json.gz")  # 2026-11-26-h200-layer-gemms
 
 
 # ---------------------------------------------------------------- Spearman
@@ -54,15 +56,30 @@ def h200():
 
 
 def test_h100_gemm_first_pick_and_ranks(h100_gemm):
-    """32 GEMM and GEMM+row-sum configs, 4 measured plans each: first pick 0.8% behind the fastest in
-    geometric mean (4.1% at worst); Spearman 0.67 in mean, 0.20 at worst (plans that measured within a few
-    percent, which the model prices alike). Pricing the wgmma width (``cost.WGMMA_OPERAND_COST``) took the
-    mean from 0.71 to 0.67 here (the first pick unchanged), and from 0.56 to 0.78 on the 2026-11-23 GEMM rows,
-    0.45 to 0.74 on the H200's."""
+    """32 GEMM and GEMM+row-sum configs of 2048-16384 rows (trans_B off), 4 measured plans each: first pick 2.7%
+    behind the fastest in geometric mean (10.7% at worst); Spearman 0.45 in mean, -0.2 at worst. Before the TMA
+    was priced at its measured L2 rate with a per-request cost (pt_tvm.hw, ``cost.TMA_REQUEST_CYCLES``): 0.8%
+    (4.1%) and 0.67. Those plans measured block_K 32 ahead of 64 by up to 10%, which the request cost prices
+    the other way; the layer GEMMs below (the layout ``linear`` runs) measured block_K 64 ahead everywhere."""
     every = h100_gemm[-1]
     assert every.kernel == "all" and every.configs == 32 and every.few_plans == 0
-    assert every.gap_geomean < 1.01 and every.gap_worst < 1.05
-    assert every.spearman_mean > 0.64 and every.spearman_worst > 0.15
+    assert every.gap_geomean < 1.03 and every.gap_worst < 1.11
+    assert every.spearman_mean > 0.42 and every.spearman_worst > -0.25
+
+
+@pytest.mark.parametrize("path, chip, geomean, worst, rho_mean", [
+    (H100_LAYER_GEMMS, "h100", 1.02, 1.18, 0.62),
+    (H200_LAYER_GEMMS, "h200", 1.04, 1.19, 0.55),
+])
+def test_layer_gemms_first_pick_and_ranks(path, chip, geomean, worst, rho_mean):
+    """The layers' GEMMs at 512-4096 tokens (benchmarks.experiments.layer_gemms), their warp-specialized plans
+    the current search offers: on one H100 (24 configs, 4-6 plans each) the first pick is 1.6% behind the
+    fastest (17.7% worst), Spearman 0.66 (7.2% and -0.04 with the TMA at 128 B/clk and no request cost); on
+    one H200 (20 configs as ``linear`` calls them, 512-4096 tokens, picked by this model) 3.9% (18.9%) and
+    0.59 (5.1% before)."""
+    checks = [c for _, run in load_runs(path) for c in check_rows(run["rows"], hw.get(chip), offered_only=True)]
+    s = summarize(checks)[-1]
+    assert s.gap_geomean < geomean and s.gap_worst < worst and s.spearman_mean > rho_mean
 
 
 def test_h100_chunk_state_ranks():
@@ -83,14 +100,15 @@ def test_h100_chunk_state_ranks():
 def test_h100_suites_first_pick_and_ranks():
     """Every routine suite at 5dc838d on one H100, candidates timed from CUDA graphs (4-8 plans per config).
     chunk_state's first pick is the fastest plan on all 5 configs (15.9% behind, 27.7% worst, when ties
-    went by note: the single-stage plan first); attention 0.2% (4.1%), GEMM 1.4% (4.2%). chunk_scan stays
-    20.9% (41.5%) behind: the model prices its single-stage plans faster than the deeper ones that win."""
+    went by note: the single-stage plan first); attention 1.0% (12.5%), GEMM 2.5% (7.3%), GEMM + row sum 6.3%
+    (0.1%, 1.4% and 0.0% before the TMA's measured rate and request cost). chunk_scan stays 20.9% (41.5%)
+    behind: the model prices its single-stage plans faster than the deeper ones that win."""
     checks = [c for _, run in load_runs(H100_SUITES) for c in check_rows(run["rows"], hw.get("h100"))]
     by_kernel = {s.kernel: s for s in summarize(checks)}
     assert by_kernel["chunk_state"].configs == 5 and by_kernel["chunk_state"].gap_worst < 1.005
     assert by_kernel["flash_attention"].configs == 26 and by_kernel["flash_attention"].gap_geomean < 1.01
     assert by_kernel["flash_attention"].spearman_mean > 0.85
-    assert by_kernel["gemm"].gap_geomean < 1.02 and by_kernel["gemm_rowsum"].gap_geomean < 1.005
+    assert by_kernel["gemm"].gap_geomean < 1.03 and by_kernel["gemm_rowsum"].gap_geomean < 1.07
     assert by_kernel["chunk_scan"].gap_geomean < 1.22
 
 
@@ -119,13 +137,14 @@ def test_h100_one_commit_on_the_plans_the_search_offers(h100_one_commit):
 @pytest.mark.parametrize("kernel, configs, geomean, worst, rho_mean", [
     ("flash_attention", 117, 1.027, 1.15, 0.38),
     ("gemm", 11, 1.016, 1.17, 0.42),
-    ("chunk_state", 9, 1.025, 1.22, 0.20),
+    ("chunk_state", 9, 1.03, 1.24, 0.05),
     ("chunk_scan", 9, 1.005, 1.03, 0.43),
 ])
 def test_h200_first_pick_and_ranks(h200, kernel, configs, geomean, worst, rho_mean):
     """The recorded H200 runs (tests/test_calibration.py reads them too). Today: first pick behind the
-    fastest by 2.5% (13.8% worst) on attention, 1.4% (15.2%) on GEMM, 2.3% (20.7%) on chunk_state, 0.3%
-    (2.2%) on chunk_scan; mean Spearman 0.40, 0.45, 0.23, 0.46."""
+    fastest by 1.7% (13.1% worst) on attention, 1.3% (15.2%) on GEMM, 2.6% (23.6%) on chunk_state, 0.3%
+    (2.4%) on chunk_scan; mean Spearman 0.44, 0.77, 0.06, 0.46 (chunk_state 2.3%, 20.7% and 0.23 before the TMA's
+    measured rate and request cost)."""
     s = h200[kernel]
     assert s.configs == configs
     assert s.gap_geomean < geomean and s.gap_worst < worst
