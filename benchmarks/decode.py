@@ -285,7 +285,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rep-ms", type=float, default=300.0)
     ap.add_argument("--only", choices=("suite", "sweep"), help="the suite slice alone, or the split sweep alone")
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--part", help="I/N: the suite's configs I, I+N, I+2N, ... (0-based), so one slice fits several "
+                                   "device calls (merge the parts' decode.json with python -m benchmarks merge)")
+    ap.add_argument("--chart", metavar="RUN.json", help="only draw bandwidth.png from a (merged) decode run")
     args = ap.parse_args(argv)
+    if args.chart:
+        with open(args.chart) as f:
+            run = json.load(f)
+        os.makedirs(args.out, exist_ok=True)
+        chart(run["rows"], run["header"].get("hbm_copy_tbps"), os.path.join(args.out, "bandwidth.png"))
+        return 0
     os.makedirs(args.out, exist_ok=True)
     vdev = hw.from_device()
     workers = args.workers or max(1, (os.cpu_count() or 2) - 1)
@@ -304,6 +313,9 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
     """The suite (slice) with its peers: decode.json and bandwidth.png."""
     t0 = time.perf_counter()
     chosen = configs() if args.all else _slice(_GPU_SLICE)
+    if args.part:
+        i, n = _part(args.part)
+        chosen = chosen[i::n]
     if args.systems:
         keep = set(args.systems.split(","))
         chosen = [Config(c.suite, c.kernel, c.problem, tuple(s for s in c.systems if s in keep), c.note)
@@ -318,6 +330,17 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
     head["suite_s"] = round(time.perf_counter() - t0, 1)
     write_run(path, head, rows)
     chart(rows, peak, os.path.join(args.out, "bandwidth.png"))
+
+
+def _part(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> (I, N), 0 <= I < N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise SystemExit(f"--part: expected I/N (e.g. 0/3), got {text!r}") from None
+    if not 0 <= i < n:
+        raise SystemExit(f"--part: I must be in [0, N), got {text!r}")
+    return i, n
 
 
 def _sweep(args: argparse.Namespace, vdev: Any, peak: float, workers: int) -> None:

@@ -1,6 +1,7 @@
 """Decoding attention (issue 16): the split-KV template's graph, the search over splits, the paged layout's
 emitted CUDA, bad inputs, and the float32 reference against a float64 one; GPU tests check kernels."""
 import itertools
+import json
 import math
 import shutil
 
@@ -329,6 +330,25 @@ def test_rows_get_their_kv_bandwidth():
     assert rows[0]["kv_tbps"] == pytest.approx(kv_bytes(problem) / 0.05e-3 / 1e12)
     assert rows[0]["hbm_fraction"] == pytest.approx(rows[0]["kv_tbps"] / 3.0)
     assert "kv_tbps" not in rows[1]
+
+
+def test_the_gpu_slice_splits_into_parts_and_a_merged_run_charts(tmp_path):
+    """``--part I/N`` takes configs I, I+N, ...: the parts cover the slice once; ``--chart`` draws from a run."""
+    pytest.importorskip("matplotlib")
+    from benchmarks.decode import _GPU_SLICE, _part, main
+
+    parts = [list(range(len(_GPU_SLICE)))[slice(*(_part(f"{i}/3")[0], None, 3))] for i in range(3)]
+    assert sorted(sum(parts, [])) == list(range(len(_GPU_SLICE)))
+    with pytest.raises(SystemExit, match="I must be in"):
+        _part("3/3")
+    with pytest.raises(SystemExit, match="expected I/N"):
+        _part("half")
+    problem, _ = T.resolve(batch=8, kv_len=4096, dtype="bfloat16")
+    run = tmp_path / "decode.json"
+    run.write_text(json.dumps({"header": {"hbm_copy_tbps": 3.0}, "rows": [
+        {"kernel": "decode_attention", "system": "pt-tvm", "config": problem, "kv_tbps": 2.5, "valid": True}]}))
+    assert main(["--chart", str(run), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "bandwidth.png").stat().st_size > 0
 
 
 def test_a_bucket_plan_applies_at_the_cache_capacity():
