@@ -9,7 +9,7 @@ PyTorch add after the kernel (one more elementwise pass in eager mode; Inductor 
 follows), since the template has no bias epilogue.
 """
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -62,11 +62,14 @@ def _(a, b, trans_b=False):
     return a.new_empty((dims["M"], dims["N"]))
 
 
-def _rows(op: str, name: str, x: Tensor) -> None:
-    """``x [..., K]`` with at least one dim, contiguous (its leading dims fold into M as a view)."""
+def _over_rows(op: str, name: str, x: Tensor, kernel: Callable[[Tensor], Tensor]) -> Tensor:
+    """``kernel`` (which checks its other arguments) on ``x [..., K]`` with its leading dims folded into M as a
+    view, its ``[M, N]`` result unfolded the same way; ``x`` needs at least one dim and to be contiguous."""
     if x.dim() == 0:
         raise ArgumentError(f"{op}: argument {name!r} must have at least one dim [..., K], got a scalar")
     checks.tensor(op, name, x, (*(f"d{i}" for i in range(x.dim() - 1)), "K"), checks.HALF)
+    out = kernel(x.view(math.prod(x.shape[:-1]), x.shape[-1]))
+    return out.view(*x.shape[:-1], out.shape[-1])
 
 
 torch.library.define("pt_tvm::matmul", "(Tensor a, Tensor b) -> Tensor")
@@ -74,11 +77,11 @@ torch.library.define("pt_tvm::matmul", "(Tensor a, Tensor b) -> Tensor")
 
 @torch.library.impl("pt_tvm::matmul", "CompositeImplicitAutograd")
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
-    op = "pt_tvm.ops.matmul"
-    _rows(op, "a", a)
-    m = math.prod(a.shape[:-1])
-    dims = _check_gemm(op, a.view(m, a.shape[-1]), b, ("K", "N"))
-    return gemm(a.view(m, dims["K"]), b).view(*a.shape[:-1], dims["N"])
+    def kernel(rows: Tensor) -> Tensor:
+        _check_gemm("pt_tvm.ops.matmul", rows, b, ("K", "N"))
+        return gemm(rows, b)
+
+    return _over_rows("pt_tvm.ops.matmul", "a", a, kernel)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -92,11 +95,11 @@ torch.library.define("pt_tvm::linear", "(Tensor x, Tensor weight, Tensor? bias=N
 
 @torch.library.impl("pt_tvm::linear", "CompositeImplicitAutograd")
 def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    op = "pt_tvm.ops.linear"
-    _rows(op, "x", x)
-    m = math.prod(x.shape[:-1])
-    dims = _check_gemm(op, x.view(m, x.shape[-1]), weight, ("N", "K"), names=("x", "weight"), bias=bias)
-    out = gemm(x.view(m, dims["K"]), weight, trans_b=True).view(*x.shape[:-1], dims["N"])
+    def kernel(rows: Tensor) -> Tensor:
+        _check_gemm("pt_tvm.ops.linear", rows, weight, ("N", "K"), names=("x", "weight"), bias=bias)
+        return gemm(rows, weight, trans_b=True)
+
+    out = _over_rows("pt_tvm.ops.linear", "x", x, kernel)
     return out if bias is None else out + bias
 
 
@@ -135,11 +138,11 @@ torch.library.define("pt_tvm::swiglu", "(Tensor x, Tensor weight) -> Tensor")
 
 @torch.library.impl("pt_tvm::swiglu", "CompositeImplicitAutograd")
 def _swiglu(x: Tensor, weight: Tensor) -> Tensor:
-    op = "pt_tvm.ops.swiglu"
-    _rows(op, "x", x)
-    m = math.prod(x.shape[:-1])
-    _, N, K = _check_swiglu(op, x.view(m, x.shape[-1]), weight)
-    return gemm_swiglu(x.view(m, K), weight).view(*x.shape[:-1], N)
+    def kernel(rows: Tensor) -> Tensor:
+        _check_swiglu("pt_tvm.ops.swiglu", rows, weight)
+        return gemm_swiglu(rows, weight)
+
+    return _over_rows("pt_tvm.ops.swiglu", "x", x, kernel)
 
 
 def swiglu(x: Tensor, weight: Tensor) -> Tensor:
