@@ -332,9 +332,10 @@ _KB = 1024
 # Architecture" (IPDPS 2024): global-memory latency ~ 480-600 cycles (TMA
 # adds its descriptor setup), wgmma m64nNk16 completion ~ 100-130 cycles.
 _HOPPER_SEUS = (
-    # measured: the bytes/clk one SM's TMA loads sustain from L2 with every SM loading, 35-40 on one H100 in the
-    # warp-specialized GEMMs of benchmarks/results/2026-11-24-h100-layer-gemms (512-2500 rows: 30-37 B/clk at
-    # 1.2-1.9x their tensor-core time) and 30-37 in the 2048-16384^3 GEMMs of the earlier runs (tests/data);
+    # measured: the bytes/clk one SM's TMA loads sustain from L2, on one H100: 29-41 in the warp-specialized
+    # 128-row GEMM plans of benchmarks/results/2026-11-24-h100-layer-gemms (512-2500 rows, at 1.2-1.9x their
+    # tensor-core time; its 256x128 and 64/128-wide plans 22-28) and 29-33 in the 8192x6144x4096, 8192^3 and
+    # 16384^3 GEMMs of tests/data;
     # the per-request cost beside the bytes is pt_tvm.cost.TMA_REQUEST_CYCLES
     SEU("cp.async.bulk.tensor", SEUKind.TMA, True, throughput=38.0, latency=600.0, issue=20.0),
     SEU("st.shared/st.global", SEUKind.LSU, False, throughput=64.0, latency=30.0),  # 32 banks x 4 B per clk (smem)

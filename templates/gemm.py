@@ -159,10 +159,12 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
                             f"accumulators (128 registers a thread over two warpgroups)")
 
 
-def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Generator | None) -> torch.Tensor:
-    """Standard-normal values drawn on the generator's device, then cast and moved."""
+def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Generator | None,
+           scale: float = 1.0) -> torch.Tensor:
+    """Normal values of standard deviation ``scale`` drawn on the generator's device, then cast and moved."""
     where = generator.device if generator is not None else device
-    return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=getattr(torch, dtype))
+    return (torch.randn(shape, generator=generator, device=where) * scale).to(device=device,
+                                                                              dtype=getattr(torch, dtype))
 
 
 def _make_gemm_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -181,9 +183,8 @@ def _make_swiglu_inputs(problem: Mapping[str, Any], device: Any, generator: torc
     """Random ``A[M, K]`` and fused weight ``W[2N, K]`` in the problem dtype, scaled by ``1/sqrt(K)`` so the
     gate's pre-activations are O(1) (standard normals would put most of them deep in SiLU's flat tails)."""
     M, N, K, dtype = problem["M"], problem["N"], problem["K"], problem["dtype"]
-    W = (torch.randn((2 * N, K), generator=generator, device=generator.device if generator is not None else device)
-         / K ** 0.5)
-    return _randn((M, K), dtype, device, generator), W.to(device=device, dtype=getattr(torch, dtype))
+    W = _randn((2 * N, K), dtype, device, generator, scale=K ** -0.5)
+    return _randn((M, K), dtype, device, generator), W
 
 
 def _swiglu_reference(A: torch.Tensor, W: torch.Tensor, **problem: Any) -> torch.Tensor:
