@@ -38,7 +38,7 @@ from .remote import run_remote
 from .report import config_label, merge_runs, summary_lines, write_report
 from .runfile import RunFileError, load_run
 from .searchtime import cpu_description, default_configs, format_table, measure_search_times
-from .suite import header, run_configs, write_run
+from .suite import SETTLE_MS, header, run_configs, write_run
 
 __all__ = ["main", "build_parser", "add_run_arguments", "add_compare_options", "cmd_run", "cmd_bench", "UsageError"]
 
@@ -93,6 +93,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "at once (CUDA_VISIBLE_DEVICES), then `merge` their JSONs")
     p.add_argument("--rep-ms", type=float, default=1000.0, metavar="MS",
                    help="timing per system and config, split into 5 interleaved rounds (default 1000)")
+    p.add_argument("--settle-ms", type=float, default=SETTLE_MS, metavar="MS",
+                   help="untimed calls of a system before each of its rounds, so that it is timed at the clock its "
+                        f"own load sets on a power-capped GPU (default {SETTLE_MS:g}; 0: none)")
     p.add_argument("--where", type=_where, default={}, metavar="KEY=VALUE,...",
                    help="only the configs whose problem has these values (e.g. seq_len=16384,dim=64; "
                         "batch=4|16: either; kernel=NAME: that kernel's or layer's)")
@@ -287,7 +290,7 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         head.update(remote)
     else:
         head.update(sms=torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count,
-                    headline_timing="cuda-graph")
+                    headline_timing="cuda-graph", settle_ms=getattr(args, "settle_ms", SETTLE_MS))
 
         def save_partial(rows_so_far: list) -> None:  # a run cut off (e.g. by a time limit) keeps its rows
             write_run(out, {**head, "partial": True, "wall_s": round(time.perf_counter() - t0, 1)}, rows_so_far)
@@ -295,10 +298,11 @@ def cmd_run(args: argparse.Namespace) -> tuple[int, str]:
         if layered:
             head["tolerance"] = layers.LAYER_TOL
             rows = layers.run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
-                                      on_config=save_partial)
+                                      settle_ms=getattr(args, "settle_ms", SETTLE_MS), on_config=save_partial)
         else:
             with tempfile.TemporaryDirectory(prefix="pt-tvm-autotune-") as cache:  # TileLang's autotuner: run-local
                 rows = run_configs(configs, vdev, workers=args.workers, rep_ms=getattr(args, "rep_ms", 1000.0),
+                                   settle_ms=getattr(args, "settle_ms", SETTLE_MS),
                                    system_options={**options, "autotune_cache": cache}, on_config=save_partial)
     head["wall_s"] = round(time.perf_counter() - t0, 1)
     write_run(out, head, rows)

@@ -38,7 +38,7 @@ from pt_tvm.plan import Style
 from pt_tvm.templates.decode_attention import kv_bytes
 from pt_tvm.tune import compile_jobs, warm
 
-from .suite import Config, header, run_configs, write_run
+from .suite import SETTLE_MS, Config, header, run_configs, write_run
 
 __all__ = ["configs", "SYSTEMS", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
 
@@ -283,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--systems", help="comma-separated subset of " + ",".join(PEERS))
     ap.add_argument("--tune-top-k", type=int, default=2)
     ap.add_argument("--rep-ms", type=float, default=300.0)
+    ap.add_argument("--settle-ms", type=float, default=SETTLE_MS, help="untimed calls before each timing round")
     ap.add_argument("--only", choices=("suite", "sweep"), help="the suite slice alone, or the split sweep alone")
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--part", help="I/N: the suite's configs I, I+N, I+2N, ... (0-based), so one slice fits several "
@@ -321,9 +322,9 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
         chosen = [Config(c.suite, c.kernel, c.problem, tuple(s for s in c.systems if s in keep), c.note)
                   for c in chosen]
     head = header(" ".join(["python -m benchmarks.decode", *(argv or sys.argv[1:])]), torch.cuda.get_device_name())
-    head["hbm_copy_tbps"] = peak
+    head.update(hbm_copy_tbps=peak, settle_ms=args.settle_ms)
     path = os.path.join(args.out, "decode.json")
-    rows = run_configs(chosen, vdev, rep_ms=args.rep_ms, workers=workers,
+    rows = run_configs(chosen, vdev, rep_ms=args.rep_ms, settle_ms=args.settle_ms, workers=workers,
                        system_options={"tune_top_k": args.tune_top_k},
                        on_config=lambda r: write_run(path, head, with_bandwidth(r, peak)))
     rows = with_bandwidth(rows, peak)

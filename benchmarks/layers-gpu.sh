@@ -4,7 +4,8 @@
 # max-autotune) and mamba-ssm, every output checked against float32 (benchmarks/layers/). Device calls on one warm
 # machine, each carrying .gpu-bundle and .peers/mamba (made once here by ../shared/gpu/make-bundle.sh and
 # benchmarks/fetch_mamba_ssm.sh; without .peers/mamba the mamba-ssm rows say it is not installed), each at most
-# 6 min (every Inductor compile is cold and per shape: the default grid takes four calls):
+# 8 min (every Inductor compile is cold and per shape; each system settles 0.5 s before each timing round: the
+# default grid takes four calls):
 #   bash benchmarks/layers-gpu.sh tests          COMMIT   GPU tests of the suite: every system at 1 x 512
 #   bash benchmarks/layers-gpu.sh llama          COMMIT   LLaMA-3-8B layer, batch 1: seqlen 512, 777, 2048, 2500, 4096
 #   bash benchmarks/layers-gpu.sh llama-batched  COMMIT   LLaMA-3-8B layer, 4 x 2048 and 16 x 4096, with max-autotune
@@ -29,7 +30,7 @@ case $step in
   llama|llama-batched|mamba2|mamba2-batched)
          layer=$(case $step in llama*) echo llama3-8b ;; *) echo mamba2-1.3b ;; esac)
          batch=$(case $step in *-batched) echo "4|16" ;; *) echo 1 ;; esac)
-         timeout 320 python -m benchmarks run --suite layers --where "kernel=$layer,batch=$batch" --rep-ms 300 \
+         timeout 440 python -m benchmarks run --suite layers --where "kernel=$layer,batch=$batch" --rep-ms 300 \
            --out $OUT/layers-$step.json > $OUT/layers-$step.log 2>&1
          echo "$step: rc=$? (124: cut off at the time limit, finished configs kept)"
          grep -E "^(llama3-8b|mamba2-1.3b) " $OUT/layers-$step.log | cut -c1-220

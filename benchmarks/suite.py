@@ -31,7 +31,12 @@ from .precompile import Precompiler
 from .systems import AUTOTUNE_NUM_STAGES, build_system, flops_per_second
 from .timing import TwoWays, time_two_ways
 
-__all__ = ["Config", "run_configs", "verdict", "timing_fields", "time_rows", "error_text", "header", "write_run"]
+__all__ = ["Config", "run_configs", "verdict", "timing_fields", "time_rows", "error_text", "header", "write_run",
+           "SETTLE_MS"]
+
+# Untimed calls of a system before each of its timing rounds: long enough for a GPU at its power cap to reach
+# the clock the system's own load sets (one H100: about half a second, benchmarks/experiments/graph_gap.py)
+SETTLE_MS = 500.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ _IDENTITY = ("suite", "kernel", "config", "system", "note")  # what a row measur
 
 
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
-                log: Any = None, workers: int = 0, rounds: int = 5,
+                settle_ms: float = SETTLE_MS, log: Any = None, workers: int = 0, rounds: int = 5,
                 system_options: Mapping[str, Any] | None = None,
                 on_config: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Measure every (config, system) pair on the local GPU; one row each, failures included.
@@ -87,7 +92,8 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
     earlier configs are timed (:class:`benchmarks.precompile.Precompiler`). ``system_options`` go to
     every system factory (e.g. ``tune_top_k`` for pt-tvm, ``autotune_cache`` for TileLang's
     autotuner); ``on_config`` gets the rows so far after each config (to save partial results of a
-    run that may be cut off).
+    run that may be cut off). Each system's share of a timing round follows ``settle_ms`` of its own calls
+    (:func:`pt_tvm.measure.time_samplers`).
     """
     log = sys.stdout if log is None else log  # the stream of the call, not of import time
     configs = list(configs)
@@ -105,7 +111,7 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
         for i, cfg in enumerate(configs):
             searched = pre.ready(i) if pre is not None else None
             rows += _run_config(cfg, vdev, searched, options, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms,
-                                rounds=rounds, sms=sms)
+                                settle_ms=settle_ms, rounds=rounds, sms=sms)
             if on_config is not None:
                 on_config(rows)
     return rows
@@ -149,18 +155,18 @@ def timing_fields(t: TwoWays, flops: float) -> dict:
 
 
 def time_rows(rows: Sequence[dict], built: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], flops: float, *,
-              rounds: int, warmup_ms: float, rep_ms: float) -> None:
+              rounds: int, warmup_ms: float, rep_ms: float, settle_ms: float) -> None:
     """Time the ``built`` systems two ways in the same rounds (:func:`benchmarks.timing.time_two_ways`) and
     write each one's :func:`timing_fields` into its row."""
     timings = time_two_ways(built, sets, rounds=rounds, warmup_ms=warmup_ms, round_ms=rep_ms / rounds,
-                            describe=error_text)
+                            settle_ms=settle_ms, describe=error_text)
     for row in rows:
         if row["system"] in timings:
             row.update(timing_fields(timings[row["system"]], flops))
 
 
 def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any], *, log: Any,
-                warmup_ms: float, rep_ms: float, rounds: int, sms: int) -> list[dict]:
+                warmup_ms: float, rep_ms: float, settle_ms: float, rounds: int, sms: int) -> list[dict]:
     """Build, check and time every system of one config on the same inputs; its rows."""
     # torch-compile's function is one code object to Dynamo in every config: past its recompile limit (8 shapes)
     # it silently ran eager PyTorch. Each config compiles afresh, as a user's model would.
@@ -202,7 +208,7 @@ def _run_config(cfg: Config, vdev: Any, searched: Any, options: Mapping[str, Any
                 row["error"] = error_text(e)
                 torch.cuda.synchronize()
         rows.append(row)
-    time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms, settle_ms=settle_ms)
     for row in rows:
         tf = f"{row['tflops']:.0f}" if row["tflops"] else "-"
         queued = (row.get("queued") or {}).get("ms")

@@ -37,11 +37,12 @@ class TwoWays:
 
 
 def time_two_ways(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], *, rounds: int = 5,
-                  warmup_ms: float = 100.0, round_ms: float = 100.0,
+                  warmup_ms: float = 100.0, round_ms: float = 100.0, settle_ms: float = 0.0,
                   describe: Callable[[BaseException], str] = repr) -> dict[str, TwoWays]:
     """Queued and CUDA-graph timings of every callable, all interleaved in the same rounds (half of
-    ``round_ms`` each way); a failed capture or timing is described by ``describe`` and leaves the other way,
-    and the other systems are timed on."""
+    ``round_ms`` each way, each after ``settle_ms`` untimed: :func:`pt_tvm.measure.time_samplers`); a failed
+    capture or timing is described by ``describe`` and leaves the other way, and the other systems are timed
+    on."""
     graphs: dict[str, Graphed] = {}
     errors: dict[tuple[str, str], str] = {}
     for name, fn in fns.items():
@@ -56,7 +57,8 @@ def time_two_ways(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], 
     def failed(key: tuple[str, str], e: Exception) -> None:
         errors[key] = f"timing: {describe(e)}"
 
-    timings = time_samplers(samplers, rounds=rounds, warmup_ms=warmup_ms, round_ms=round_ms / 2, on_error=failed)
+    timings = time_samplers(samplers, rounds=rounds, warmup_ms=warmup_ms, round_ms=round_ms / 2, on_error=failed,
+                            settle_ms=settle_ms)
     del graphs, samplers
     return {name: TwoWays(timings.get((name, QUEUED)), timings.get((name, GRAPH)), errors.get((name, GRAPH), ""),
                           errors.get((name, QUEUED), ""))

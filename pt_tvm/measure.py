@@ -120,14 +120,19 @@ def _summary(times: list[float], calls: int) -> Timing:
 
 def time_samplers(samplers: Mapping[Any, Sampler], rounds: int = 5, warmup_ms: float = 100.0,
                   round_ms: float = 100.0,
-                  on_error: Callable[[Any, Exception], None] | None = None) -> dict[Any, Timing]:
+                  on_error: Callable[[Any, Exception], None] | None = None,
+                  settle_ms: float = 0.0) -> dict[Any, Timing]:
     """Median per-call times of several samplers measured in alternating rounds.
 
     Clock and thermal drift during a run then touches every sampler alike, so their
     ratios are fair even when the absolute times wander. Each is first warmed up for
-    ``warmup_ms`` (compile and launch caches), then timed for about ``round_ms`` per round.
-    With ``on_error``, a sampler that raises (out of memory beside the others' CUDA graphs) is told to it and
-    dropped, and the rest are timed on; without, the error propagates.
+    ``warmup_ms`` (compile and launch caches), then timed for about ``round_ms`` per round;
+    the order rotates from round to round. With ``settle_ms``, each sampler runs that long untimed before its
+    timed share of a round, so that it is timed at the clock its own load sets: a GPU at its power cap
+    clocks down within about half a second (one H100, 2026-11-26: 1980 MHz idle, 1275-1620 MHz under a
+    LLaMA layer's CUDA graph at 690 W), and without settling a sampler is timed partly at the clock its
+    predecessor left. With ``on_error``, a sampler that raises (out of memory beside the others' CUDA graphs)
+    is told to it and dropped, and the rest are timed on; without, the error propagates.
     """
     live = dict(samplers)
 
@@ -154,9 +159,14 @@ def time_samplers(samplers: Mapping[Any, Sampler], rounds: int = 5, warmup_ms: f
         if got:
             per_sample[name] = max(statistics.median(got) * samplers[name].calls_per_sample, 1e-3)
     samples: dict[Any, list[float]] = {name: [] for name in live}
-    for r in range(rounds):
-        for name in list(live):
+    order = list(live)
+    for r in range(rounds if order else 0):
+        for name in order[r % len(order):] + order[:r % len(order)]:
+            if name not in live:
+                continue
             count = int(max(3, min(200, round_ms / per_sample[name])))
+            if settle_ms > 0 and sample(name, int(min(5000, max(1, settle_ms / per_sample[name]))), 0) is None:
+                continue
             samples[name] += sample(name, count, r * count) or []
     return {name: _summary(samples[name], len(samples[name]) * samplers[name].calls_per_sample) for name in live}
 

@@ -899,6 +899,47 @@ def test_two_way_timing_interleaves_both_ways_and_falls_back_visibly(monkeypatch
     assert isinstance(measure.time_samplers({"x": Fake("x", 1.0)}, rounds=2, warmup_ms=1.0)["x"], measure.Timing)
 
 
+def test_settled_rounds_time_each_system_at_its_own_clock():
+    """A power-capped GPU clocks down within half a second under a heavy load and back up under a light one
+    (one H100: 1980 MHz idle, about 1400-1550 under a LLaMA layer's graph). Rounds that switch systems
+    without settling time a heavy system partly at the clock its light predecessor left; with ``settle_ms``
+    each is timed at its own steady clock, and the order rotates from round to round."""
+    from pt_tvm import measure
+
+    gpu = {"heat": 0.0}
+    starts = []
+
+    class Thermal:
+        """Per-call ms ``base * (1 + heat)``; each call moves the heat a tenth of the way to ``load``."""
+
+        calls_per_sample = 1
+
+        def __init__(self, name, base, load):
+            self.name, self.base, self.load = name, base, load
+
+        def __call__(self, samples, offset=0):
+            starts.append((self.name, samples))
+            out = []
+            for _ in range(samples):
+                gpu["heat"] += 0.1 * (self.load - gpu["heat"])
+                out.append(self.base * (1 + gpu["heat"]))
+            return out
+
+    def timed(settle_ms):
+        gpu["heat"] = 0.0
+        starts.clear()
+        samplers = {"light": Thermal("light", 1.0, 0.0), "heavy": Thermal("heavy", 1.0, 1.0)}
+        return measure.time_samplers(samplers, rounds=4, warmup_ms=3.0, round_ms=5.0, settle_ms=settle_ms)
+
+    loose = timed(0.0)
+    assert loose["heavy"].ms < 1.9  # timed partly at the light one's clock (its own steady time is 2.0)
+    settled = timed(100.0)
+    assert settled["heavy"].ms == pytest.approx(2.0, rel=0.01) and settled["light"].ms == pytest.approx(1.0, rel=0.01)
+    settles = [i for i, (_, n) in enumerate(starts) if n >= 50]  # the timed shares are 3-5 calls
+    assert [starts[i][0] for i in settles] == ["light", "heavy", "heavy", "light"] * 2  # rotating order
+    assert all(starts[i + 1][0] == starts[i][0] and starts[i + 1][1] < 50 for i in settles)  # then timed
+
+
 def test_a_system_that_fails_while_timed_loses_its_timing_only(monkeypatch):
     """A system that runs out of memory while timed (beside the other systems' CUDA graphs; an H100 Mamba2 run
     stopped whole on torch.compile's 64 GiB intermediate) gets an error on its row; the others are timed on."""

@@ -43,9 +43,6 @@ class Sampler:
                                       "-lms", "20", "-f", path], stderr=subprocess.DEVNULL)
         time.sleep(0.3)
 
-    def mark(self):
-        return time.time()
-
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
@@ -126,11 +123,10 @@ def run(out, seqlens):
                 fn, _ = _build(system, layer)
                 fn(*sets[0])
                 graph = capture(fn, sets)
-                tag = f"{system}-s{problem['seqlen']}"
-                t0 = sampler.mark()
+                tag = f"{system.replace('+', '-')}-s{problem['seqlen']}"
+                t0 = time.time()
                 sustained = replays(graph, SUSTAIN_S)
-                t1 = sampler.mark()
-                clocks = sampler.between(t0 + SUSTAIN_S / 2, t1)
+                t1 = time.time()
                 in_graph = traced(lambda g=graph: [g.graph.replay() for _ in range(PROFILED_REPLAYS)],
                                   os.path.join(out, f"trace-{tag}-graph.json"))
                 calls = PROFILED_REPLAYS * graph.calls_per_sample
@@ -141,29 +137,34 @@ def run(out, seqlens):
                 suite_top = kernel_profile(fn, sets[0])
                 torch.cuda.synchronize()
                 time.sleep(1.0)
-                t2 = sampler.mark()
+                t2 = time.time()
                 cool = graph(3)
-                cool_clocks = sampler.between(t2 - 0.5, sampler.mark() + 0.05)
+                t3 = time.time()
                 row = {"system": system, "config": problem, "graph_ms": statistics.median(sustained),
                        "graph_ms_p20_p80": statistics.quantiles(sustained, n=5)[::3], "replays": len(sustained),
                        "in_graph_busy_us": busy_g, "in_graph_span_us": span_g,
                        "in_graph_idle_us": span_g - busy_g, "apart_busy_us": busy_a,
                        "suite_profile_top_sum_us": sum(k["us"] for k in suite_top),
-                       "cool_ms": cool, "clocks_sustained": clocks, "clocks_cool": cool_clocks,
+                       "cool_ms": cool,
+                       "windows": {"sustained": (t0 + SUSTAIN_S / 2, t1), "cool": (t2 - 0.5, t3 + 0.05)},
                        "kernels_in_graph_us": kernels_g, "kernels_apart_us": kernels_a,
                        "launches_in_graph_per_call": len(in_graph) / calls}
                 results.append(row)
                 print(f"{tag}: graph {row['graph_ms']:.3f} ms, in-graph busy {busy_g:.0f} us span {span_g:.0f} "
                       f"(idle {span_g - busy_g:.0f}), apart busy {busy_a:.0f}, "
                       f"suite top {row['suite_profile_top_sum_us']:.0f}"
-                      f", cool {min(cool):.3f} ms, sustained clocks {clocks}", flush=True)
+                      f", cool {min(cool):.3f} ms", flush=True)
                 for name in sorted(kernels_g, key=kernels_g.get, reverse=True)[:8]:
                     print(f"    {kernels_g[name]:9.1f} in graph  {kernels_a.get(name, float('nan')):9.1f} apart  "
                           f"{name[:70]}", flush=True)
                 del graph, fn
                 torch.cuda.synchronize()
                 torch.cuda.empty_cache()
-    sampler.stop()
+    time.sleep(0.5)
+    sampler.stop()  # the clocks are read once nvidia-smi has written its last samples
+    for row in results:
+        row["clocks"] = {k: sampler.between(*w) for k, w in row.pop("windows").items()}
+        print(f"{row['system']} s{row['config']['seqlen']}: {row['clocks']}", flush=True)
     with open(os.path.join(out, "graph_gap.json"), "w") as f:
         json.dump({"header": head, "rows": results}, f, indent=1)
 

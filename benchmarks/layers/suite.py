@@ -24,7 +24,7 @@ from pt_tvm.errors import PtTvmError
 from pt_tvm.measure import check_call, input_sets
 from pt_tvm.ops import kernels as pt_kernels
 
-from ..suite import Config, error_text, time_rows, verdict
+from ..suite import SETTLE_MS, Config, error_text, time_rows, verdict
 from .models import EAGER, LAYERS, LlamaShape, Mamba2Shape, twin
 from .opsets import PT_TVM, mamba_ssm
 from .warm import Warmer, kernel_calls
@@ -145,7 +145,7 @@ def _exact_float32() -> Iterator[None]:
 
 # ---------------------------------------------------------------- the run
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
-                rounds: int = 5, workers: int = 0, log: Any = None,
+                settle_ms: float = SETTLE_MS, rounds: int = 5, workers: int = 0, log: Any = None,
                 on_config: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Build, check and time every (config, system) on the local GPU; one row each, skips and failures included.
     pt-tvm's kernels compile ahead in ``workers`` processes (default: the cores but one; 1: in this process)."""
@@ -159,14 +159,15 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
         warmer = stack.enter_context(Warmer(calls, workers)) if workers > 1 else None
         for i, cfg in enumerate(configs):
             wait = (lambda i=i: warmer.wait(i)) if warmer is not None and calls[i] else dict
-            rows += _run_config(cfg, vdev, wait, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms, rounds=rounds)
+            rows += _run_config(cfg, vdev, wait, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms, settle_ms=settle_ms,
+                                rounds=rounds)
             if on_config is not None:
                 on_config(rows)
     return rows
 
 
 def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, warmup_ms: float, rep_ms: float,
-                rounds: int) -> list[dict]:
+                settle_ms: float, rounds: int) -> list[dict]:
     """Every system of one config on the same weights and inputs; its rows. ``wait`` blocks until the config's
     pt-tvm kernels are compiled ahead (called before the first pt-tvm system: the peers build meanwhile)."""
     torch._dynamo.reset()  # a fresh recompile budget: every config compiles the same forward again
@@ -213,7 +214,7 @@ def _run_config(cfg: Config, vdev: Any, wait: Callable[[], dict], *, log: Any, w
             row.update({"valid": None, "skipped": why} if why else {"valid": False, "error": error_text(e)})
         rows.append(row)
     del ref
-    time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    time_rows(rows, built, sets, flops, rounds=rounds, warmup_ms=warmup_ms, rep_ms=rep_ms, settle_ms=settle_ms)
     for row in rows:
         if row["system"] in built:
             row["kernels_top"] = kernel_profile(built[row["system"]], sets[0])
