@@ -10,7 +10,7 @@
 #   1. carry .gpu-bundle:    source benchmarks/gpu-env.sh && env_setup
 #   2. carry .gpu-peers/a:   source benchmarks/gpu-env.sh && env_setup
 #   3. carry .gpu-peers/b:   bash benchmarks/decode-gpu.sh COMMIT 0/3     (results under $OUT/decode-0)
-#   4, 5.                    bash benchmarks/decode-gpu.sh COMMIT 1/3, then 2/3 (a part: at most 5 minutes)
+#   4, 5.                    bash benchmarks/decode-gpu.sh COMMIT 1/3, then 2/3 (a part: at most 7 minutes)
 #   6.                       bash benchmarks/decode-gpu.sh COMMIT sweep   (the split sweep, $OUT/decode-sweep)
 # Then, on any machine: python -m benchmarks merge decode-*/decode.json --out decode.json;
 # python -m benchmarks.decode --chart decode.json --out .  (bandwidth.png). The whole slice in one call ran out of
@@ -23,6 +23,9 @@ export PT_TVM_GIT_COMMIT=${1:-unknown}
 source benchmarks/gpu-env.sh
 env_setup || exit 1
 for f in .gpu-flashinfer/*/flashinfer.sh; do [ -f "$f" ] && source "$f" && break; done
+# a part carried by an earlier call of the same warm machine was unpacked into /tmp/gpu-flashinfer
+[ -d /tmp/gpu-flashinfer/flashinfer ] && case ":${PYTHONPATH:-}:" in *:/tmp/gpu-flashinfer:*) ;;
+  *) export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/gpu-flashinfer ;; esac
 step=${2:-0/1}
 if [ "$step" = sweep ]; then
   out="${OUT:-decode-out}/decode-sweep"; mkdir -p "$out"
@@ -30,7 +33,7 @@ if [ "$step" = sweep ]; then
   echo "sweep rc=$?"; tail -10 "$out/sweep.log" | cut -c1-200
 else
   out="${OUT:-decode-out}/decode-${step%/*}"; mkdir -p "$out"
-  timeout 300 python -m benchmarks.decode --out "$out" --only suite --part "$step" --tune-top-k 2 --rep-ms 300 \
+  timeout 420 python -m benchmarks.decode --out "$out" --only suite --part "$step" --tune-top-k 2 --rep-ms 300 \
     > "$out/suite.log" 2>&1
   echo "suite $step rc=$?"; grep "TFLOP/s" "$out/suite.log" | cut -c1-200 | tail -40
 fi
