@@ -3,11 +3,12 @@
 pt-tvm's GEMMs at 512 tokens run 10-15% behind cuBLAS, whose kernels there are 1x2 clusters sharing one operand's
 load (docs/NOTES-parity.md: the plans are bound by L2 reads). TileLang 0.1.15's warp-specialization passes decline
 cluster kernels, so before pt-tvm emits such plans this probe measures the effect with a hand-written kernel:
-``C = A @ B^T`` (``linear``'s layout), 128x128x64 tiles, 4 stages, one producer and one consumer warpgroup with
-explicit full/empty mbarriers, clusters of two CTAs along N. ``multicast``: CTA rank 0 loads the shared A tile
-into both CTAs (``T.tma_copy(cluster_mask=0b11)``) and each CTA's consumers release a stage on both CTAs' empty
-barriers (a cluster barrier, remote arrive); ``unicast``: the same kernel, each CTA loading its own A. Beside
-them, cuBLAS (``F.linear``) and pt-tvm's ``linear`` (the cost model's plan), all checked against float32 on fresh
+``C = A @ B^T`` (``linear``'s layout), 128x256x64 tiles, 4 stages, one producer and two consumer
+warpgroups (wgmma kept in flight) with explicit full/empty mbarriers, clusters of two CTAs along N.
+``multicast``: CTA rank 0 loads the shared A tile into both CTAs (``T.tma_copy(cluster_mask=0b11)``) and each
+CTA's consumers release a stage on both CTAs' empty barriers (a cluster barrier, remote arrive); ``unicast``: the
+same kernel, each CTA loading its own A. Beside them, cuBLAS (``F.linear``) and pt-tvm's ``linear`` (the cost
+model's plan), all checked against float32 on fresh
 inputs and timed from CUDA graphs in settled, rotating rounds.
 
 This kernel is a probe with a hand-written schedule, not a template: what it measures says whether the multicast
@@ -36,13 +37,14 @@ VARIANTS = ("multicast", "unicast")
 _PASSES = {PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True}  # the mbarriers order producer and consumer
 
 
-def probe(M, N, K, multicast, bM=128, bN=128, bK=64, stages=4, dtype="float16"):
-    """The hand-written cluster GEMM (see the module docstring)."""
-    consumers = 128
+def probe(M, N, K, multicast, bM=128, bN=256, bK=64, stages=4, dtype="float16"):
+    """The hand-written cluster GEMM (see the module docstring): warpgroups 0 and 1 consume (64 rows each),
+    warpgroup 2 produces; each consumer keeps one wgmma batch in flight and releases the stage before it."""
+    consumers = 256
 
     @T.prim_func
     def gemm_cluster(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=256, cluster_dims=(2, 1, 1)) as (bx, by):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=384, cluster_dims=(2, 1, 1)) as (bx, by):
             A_s = T.alloc_shared((stages, bM, bK), dtype)
             B_s = T.alloc_shared((stages, bN, bK), dtype)
             C_l = T.alloc_fragment((bM, bN), "float32")
@@ -50,12 +52,13 @@ def probe(M, N, K, multicast, bM=128, bN=128, bK=64, stages=4, dtype="float16"):
             empty = (T.alloc_cluster_barrier([2 * consumers] * stages) if multicast
                      else T.alloc_barrier([consumers] * stages))
             rank = T.block_rank_in_cluster()
+            n_k = T.ceildiv(K, bK)
             T.cluster_sync()
-            with T.ws(0):
+            with T.ws(0, 1):
                 T.clear(C_l)
-            for k in T.serial(T.ceildiv(K, bK)):
+            for k in T.serial(n_k):
                 s = k % stages
-                with T.ws(1):
+                with T.ws(2):
                     T.mbarrier_wait_parity(empty[s], ((k // stages) & 1) ^ 1)
                     if multicast:
                         T.tma_copy(A[by * bM:(by + 1) * bM, k * bK:(k + 1) * bK], A_s[s, :, :], barrier=full[s],
@@ -64,13 +67,16 @@ def probe(M, N, K, multicast, bM=128, bN=128, bK=64, stages=4, dtype="float16"):
                         T.tma_copy(A[by * bM:(by + 1) * bM, k * bK:(k + 1) * bK], A_s[s, :, :], barrier=full[s])
                     T.tma_copy(B[bx * bN:(bx + 1) * bN, k * bK:(k + 1) * bK], B_s[s, :, :], barrier=full[s])
                     T.barrier_arrive(full[s])
-                with T.ws(0):
+                with T.ws(0, 1):
                     T.mbarrier_wait_parity(full[s], (k // stages) & 1)
-                    T.gemm(A_s[s, :, :], B_s[s, :, :], C_l, transpose_B=True)
-                    T.mbarrier_arrive(empty[s])
-                    if multicast:
-                        T.mbarrier_arrive(empty[s], cta_id=rank ^ 1)
-            with T.ws(0):
+                    T.wgmma_gemm(A_s[s, :, :], B_s[s, :, :], C_l, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    T.wait_wgmma(1)  # the batch of stage k stays in flight; stage k - 1 is read
+                    if k > 0:
+                        T.mbarrier_arrive(empty[(k - 1) % stages])
+                        if multicast:
+                            T.mbarrier_arrive(empty[(k - 1) % stages], cta_id=rank ^ 1)
+            with T.ws(0, 1):
+                T.wait_wgmma(0)
                 T.copy(C_l, C[by * bM, bx * bN])
             T.cluster_sync()
 
