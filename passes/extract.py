@@ -20,6 +20,7 @@ from tvm import tirx
 from pt_tvm import hw
 from pt_tvm.errors import SymbolicSizeWarning
 from pt_tvm.graph import (
+    BLOCK_SYNC,
     Access,
     BufferInfo,
     LoopInfo,
@@ -67,6 +68,7 @@ _COPY_OPS = {"tl.tileop.copy", "tl.tileop.async_copy", "tl.tileop.tma_copy", "tl
 _GEMM_OPS = {"tl.tileop.gemm", "tl.tileop.wgmma_gemm"}
 _REDUCE_OPS = {"tl.tileop.reduce", "tl.tileop.cumsum", "tl.tileop.cummax"}
 _ATOMIC_OPS = {"tl.tileop.atomicadd", "tl.tileop.atomicmax", "tl.tileop.atomicmin"}
+_BLOCK_BARRIER = "tirx.tvm_storage_sync"  # T.sync_threads(): with no barrier id, every thread of the block
 
 
 def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[str, int] | None = None
@@ -364,7 +366,7 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
         extents.append(int(body.extent) if isinstance(body.extent, tirx.IntImm) else None)
         body = body.body
     loop_vars = _loop_vars(stmt)
-    reads, writes, ops, sfu, nested = {}, {}, [0], [0], []
+    reads, writes, ops, sfu, nested, barriers = {}, {}, [0], [0], [], [0]
 
     def visit(n: Any) -> None:
         if isinstance(n, tirx.BufferStore):
@@ -381,6 +383,8 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
                 nested.append(name)
             elif name == "tirx.if_then_else":
                 ops[0] += 1
+            elif name == _BLOCK_BARRIER and len(n.args) == 1:
+                barriers[0] += 1
 
     tirx.stmt_functor.post_order_visit(body, visit)
     if nested:
@@ -405,7 +409,8 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
                  flops=float(ops[0] * trips), sfu_ops=float(sfu[0] * trips), bytes=0.0, seu=seu,
                  dtype=text(next(iter(writes.values())).buffer.dtype) if writes else "",
                  attrs={"full_writes": ",".join(sorted(k for k, v in kill.items() if v)),
-                        "axes": _axes([*reads.values(), *writes.values()], loop_vars)})
+                        "axes": _axes([*reads.values(), *writes.values()], loop_vars),
+                        **({BLOCK_SYNC: "1"} if barriers[0] else {})})
 
 
 def _axes(nodes: list, loop_vars: list) -> str:

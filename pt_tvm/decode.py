@@ -138,7 +138,9 @@ def _check_values(q: Any, k_cache: Any, cache_seqlens: Any, block_table: Any, ca
 class DecodeAttention:
     """The decoding-attention op with its own plan book: one search and compile per shape bucket.
 
-    ``tune``: plans measured on the GPU per bucket (0: the cost model's choice alone).
+    ``tune``: plans measured on the GPU per bucket (0: the cost model's choice alone). A bucket whose plan fuses
+    the combine keeps its kernel's arrival counters across calls (the template's ``FusedSplitKV``): the op must
+    not run one bucket on two streams at once.
     """
 
     target: Any = None

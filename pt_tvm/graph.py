@@ -32,7 +32,10 @@ __all__ = [
     "STaskGraph",
     "GraphError",
     "symbols_text",
+    "BLOCK_SYNC",
 ]
+
+BLOCK_SYNC = "block_sync"  # STask attribute ("1"): the statement holds a barrier of all the block's threads
 
 
 class GraphError(PtTvmError, ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .graph import DepKind, OpKind, Placement, STask, STaskGraph
+from .graph import BLOCK_SYNC, DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .lowering import FULL_ROW_POLICY, MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS
 from .plan import (
@@ -275,7 +275,18 @@ def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
         return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
                           f"(T.Pipelined order/stage cannot place their waits)")]
-    return _check_cp_async_order(plan, graph, vdev)
+    return _check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev)
+
+
+def _check_block_sync(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """A statement that syncs every thread of the block (and so may pick one of them by ``threadIdx``) needs a
+    plan that runs it on every thread: a warp-specialized plan runs it on one role's warps. TileLang 0.1.15
+    lowers decode's fused combine in such a plan with its barriers narrowed to the consumer warpgroup and its
+    ``threadIdx.x == 0`` branch (the counter's atomic) folded away, the producer warp holding thread 0."""
+    if plan.style != Style.WARP_SPECIALIZED:
+        return []
+    return [Violation("emission", f"sTask {t.id} syncs the whole block; a warp-specialized plan runs it on one "
+                                  f"role's warps") for t in graph.stasks if t.attrs.get(BLOCK_SYNC)]
 
 
 def _check_cp_async_order(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:

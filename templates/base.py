@@ -157,11 +157,13 @@ class Template:
 
 
 def _check_tile_values(template: str, tile: Mapping[str, Any], space: Mapping[str, tuple]) -> None:
-    """What no kernel can launch with, whatever the template: tile parameters are positive ints, block sizes
-    (``block_*``) powers of two (TileLang's layouts and swizzles assume them) or a value the template's tile
-    space lists (a template that offers one has checked it lowers), ``threads`` within a block's limit."""
+    """What no kernel can launch with, whatever the template: tile parameters are positive ints (or 0 where the
+    template's tile space lists it: a switch), block sizes (``block_*``) powers of two (TileLang's layouts and
+    swizzles assume them) or a value the template's tile space lists (a template that offers one has checked it
+    lowers), ``threads`` within a block's limit."""
     for key, value in tile.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        switch = value == 0 and 0 in space.get(key, ())
+        if not isinstance(value, int) or isinstance(value, bool) or (value <= 0 and not switch):
             raise TemplateError(f"{template}: parameter {key!r} must be a positive int, got {value!r}")
         if key.startswith("block_") and value & (value - 1) and value not in space.get(key, ()):
             raise TemplateError(f"{template}: parameter {key!r} must be a power of two, got {value}")

@@ -14,10 +14,11 @@ one tile (so every KV byte is read once: what puts decoding at the memory
 roofline), walks the split's key blocks in a plain ``T.Pipelined`` loop with
 FlashAttention's online softmax, and writes either the output (one split) or a
 partial output with its log-sum-exp per split; the second kernel of the
-template, :func:`build_combine`, reduces the partials. The grid is ``splits x
-kv_heads x batch``: splitting the keys is how a small batch fills the GPU, and
-the split count and key tile are tile parameters that pt-tvm's inter-EU search
-chooses.
+template, :func:`build_combine`, reduces the partials, or (``fused_combine``)
+the last block of each sequence and KV head to finish does. The grid is
+``splits x kv_heads x batch``: splitting the keys is how a small batch fills the
+GPU, and the split count, the combine's form and the key tile are tile
+parameters that pt-tvm's inter-EU search chooses.
 
 Cache slots past ``cache_seqlens[b]`` are read when a key block straddles the end
 of a sequence; their scores are masked, but they must hold finite values (as the
@@ -28,7 +29,7 @@ output.
 # parameter annotations against the builder's locals (shapes, dtype).
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import tilelang
@@ -38,8 +39,8 @@ import torch
 from .base import FAST_MATH, Template, TemplateError
 from .online_softmax import ACCUM, LOG2E, guard_empty_rows, rescale_and_exponentiate, update_max
 
-__all__ = ["DECODE_ATTENTION", "DecodeTemplate", "build_decode_attention", "build_combine", "query_rows", "block_rows",
-           "kv_bytes"]
+__all__ = ["DECODE_ATTENTION", "DecodeTemplate", "SplitKV", "FusedSplitKV", "build_decode_attention", "build_combine",
+           "query_rows", "block_rows", "kv_bytes"]
 
 _DTYPES = ("float16", "bfloat16")
 _DIMS = (64, 128, 256)
@@ -66,10 +67,12 @@ def kv_bytes(problem: Mapping[str, Any]) -> float:
 def build_decode_attention(
     batch: int, q_len: int, heads: int, kv_heads: int, kv_len: int, dim: int, dtype: str, page_size: int,
     num_pages: int, softmax_scale: float, block_N: int, num_splits: int, threads: int, num_stages: int,
+    fused_combine: int = 0,
 ):
     """The split kernel: ``O`` (``num_splits == 1``) or ``O_partial``/``LSE`` (one entry per split) for every
     query row of every head. ``page_size == 0`` reads a contiguous cache, otherwise a paged one; the scores are
-    scaled by ``softmax_scale``."""
+    scaled by ``softmax_scale``. ``fused_combine``: the last block of each sequence and KV head to finish (counted
+    in ``Semaphore``) also combines the partials into ``O``, with no second kernel."""
     groups = heads // kv_heads
     rows = q_len * groups
     block_M = _ROW_TILE * math.ceil(rows / _ROW_TILE)
@@ -85,6 +88,7 @@ def build_decode_attention(
     table_shape = (batch, kv_len // page_size if paged else 1)
     part_shape = (batch, q_len, heads, num_splits, dim)
     lse_shape = (batch, q_len, heads, num_splits)
+    sem_shape = (batch, kv_heads)
 
     @dataclass(frozen=True)
     class At:
@@ -122,6 +126,10 @@ def build_decode_attention(
             """The query head of packed row ``i`` (rows are token-major: ``i = token * groups + g``)."""
             return self.by * groups + i % groups
 
+        def row(self, i):
+            """The query token of packed row ``i``, padding rows clamped to the last token."""
+            return T.min(i // groups, q_len - 1)
+
         def page(self, p):
             """The physical page of the sequence's page ``p``, clamped to its last page."""
             return self.table[self.bz, T.min(p, T.ceildiv(self.seqlen, page_size) - 1)]
@@ -143,7 +151,46 @@ def build_decode_attention(
                        dst[p * page_size:(p + 1) * page_size, c * chunk:(c + 1) * chunk])
 
     @T.macro
-    def split_program(Q, K, V, O, O_partial, LSE, at):
+    def combine_if_last(O, O_partial, LSE, Semaphore, at, lse_max, lse_sum, weight, acc):
+        """The fused combine: the block publishes its partials (a fence, then thread 0 bumps the counter
+        ``Semaphore[bz, by]``, acquire-release); the block that counts ``num_splits - 1`` arrivals before its own
+        fences, combines every split's partials of its rows (other blocks' writes, read through L2) into ``O`` as
+        :func:`build_combine` does, and zeroes the counter for the next launch. It reuses the split's row
+        fragments. One statement (a loop of one step): pt-tvm schedules a kernel's top-level statements, and a
+        barrier or fence alone would be none."""
+        arrived = T.alloc_shared((1,), "int32")
+        tx = T.get_thread_binding()
+        for _ in T.serial(1):
+            T.evaluate(T.call_extern("handle", "__threadfence"))
+            T.sync_threads()
+            if tx == 0:
+                arrived[0] = T.atomic_add(Semaphore[at.bz, at.by], 1, memory_order="acq_rel", return_prev=True)
+            T.sync_threads()
+            if arrived[0] == num_splits - 1:
+                T.evaluate(T.call_extern("handle", "__threadfence"))
+                for i in T.Parallel(block_M):
+                    lse_max[i] = -T.infinity(ACCUM)
+                    for s in T.serial(num_splits):
+                        lse_max[i] = T.max(lse_max[i], LSE[at.bz, at.row(i), at.head(i), s])
+                    lse_sum[i] = 0
+                    for s in T.serial(num_splits):
+                        lse_sum[i] += T.exp2(LSE[at.bz, at.row(i), at.head(i), s] - lse_max[i])
+                for i, d in T.Parallel(block_M, dim):
+                    acc[i, d] = 0
+                for s in T.serial(num_splits):
+                    for i in T.Parallel(block_M):
+                        weight[i] = T.exp2(LSE[at.bz, at.row(i), at.head(i), s] - lse_max[i]) / lse_sum[i]
+                    for i, d in T.Parallel(block_M, dim):
+                        acc[i, d] += T.if_then_else(i < rows, O_partial[at.bz, at.row(i), at.head(i), s, d], 0) \
+                            * weight[i]
+                for i, d in T.Parallel(block_M, dim):
+                    if i < rows:
+                        O[at.bz, i // groups, at.head(i), d] = acc[i, d]
+                if tx == 0:
+                    Semaphore[at.bz, at.by] = 0
+
+    @T.macro
+    def split_program(Q, K, V, O, O_partial, LSE, Semaphore, at):
         Q_shared = T.alloc_shared((block_M, dim), dtype)
         K_shared = T.alloc_shared((block_N, dim), dtype)
         V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -158,7 +205,7 @@ def build_decode_attention(
         logsum = T.alloc_fragment((block_M,), ACCUM)
 
         for i, d in T.Parallel(block_M, dim):
-            Q_shared[i, d] = T.if_then_else(i < rows, Q[at.bz, T.min(i // groups, q_len - 1), at.head(i), d], 0)
+            Q_shared[i, d] = T.if_then_else(i < rows, Q[at.bz, at.row(i), at.head(i), d], 0)
         T.fill(acc_o, 0)
         T.fill(logsum, 0)
         T.fill(scores_max, -T.infinity(ACCUM))
@@ -187,6 +234,8 @@ def build_decode_attention(
                 if i < rows:
                     LSE[at.bz, i // groups, at.head(i), at.bx] = T.if_then_else(
                         logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(ACCUM))
+            if fused_combine:
+                combine_if_last(O, O_partial, LSE, Semaphore, at, scores_max, scores_sum, scores_scale, acc_o)
 
     def at(seqlens, table, bx, by, bz):
         first = bx * T.ceildiv(T.ceildiv(seqlens[bz], block_N), num_splits) if num_splits > 1 else 0
@@ -198,28 +247,44 @@ def build_decode_attention(
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, None, None, at(cache_seqlens, None, bx, by, bz))
-    elif not paged:
+                split_program(Q, K, V, O, None, None, None, at(cache_seqlens, None, bx, by, bz))
+    elif not paged and not fused_combine:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), O_partial: T.Tensor(part_shape, ACCUM),
                              LSE: T.Tensor(lse_shape, ACCUM)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, None, O_partial, LSE, at(cache_seqlens, None, bx, by, bz))
+                split_program(Q, K, V, None, O_partial, LSE, None, at(cache_seqlens, None, bx, by, bz))
     elif num_splits == 1:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
                              O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, None, None, at(cache_seqlens, block_table, bx, by, bz))
-    else:
+                split_program(Q, K, V, O, None, None, None, at(cache_seqlens, block_table, bx, by, bz))
+    elif not fused_combine:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
                              O_partial: T.Tensor(part_shape, ACCUM), LSE: T.Tensor(lse_shape, ACCUM)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, None, O_partial, LSE, at(cache_seqlens, block_table, bx, by, bz))
+                split_program(Q, K, V, None, O_partial, LSE, None, at(cache_seqlens, block_table, bx, by, bz))
+    elif not paged:
+        @T.prim_func
+        def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                             cache_seqlens: T.Tensor((batch,), "int32"), O_partial: T.Tensor(part_shape, ACCUM),
+                             LSE: T.Tensor(lse_shape, ACCUM), Semaphore: T.Tensor(sem_shape, "int32"),
+                             O: T.Tensor(q_shape, dtype)):
+            with T.Kernel(*grid, threads=threads) as (bx, by, bz):
+                split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, None, bx, by, bz))
+    else:
+        @T.prim_func
+        def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                             cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
+                             O_partial: T.Tensor(part_shape, ACCUM), LSE: T.Tensor(lse_shape, ACCUM),
+                             Semaphore: T.Tensor(sem_shape, "int32"), O: T.Tensor(q_shape, dtype)):
+            with T.Kernel(*grid, threads=threads) as (bx, by, bz):
+                split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, block_table, bx, by, bz))
     return decode_attention
 
 
@@ -312,9 +377,14 @@ def _check_problem(problem: Mapping[str, Any]) -> None:
 
 
 def _check_tile(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
-    """Key tile, split count and threads against the problem."""
+    """Key tile, split count, threads and the combine's form against the problem."""
     for key in ("block_N", "num_splits", "threads"):
         _check_positive(key, tile[key])
+    if tile["fused_combine"] not in (0, 1):
+        raise _fail("fused_combine", f"must be 0 (a combine kernel) or 1 (the last block combines), got "
+                                     f"{tile['fused_combine']!r}")
+    if tile["fused_combine"] and tile["num_splits"] == 1:
+        raise _fail("fused_combine", "=1 needs num_splits > 1 (one split writes O itself: nothing to combine)")
     if not _power_of_two(tile["block_N"]) or tile["block_N"] < 16:
         raise _fail("block_N", f"must be a power of two of at least 16, got {tile['block_N']}")
     blocks = math.ceil(problem["kv_len"] / tile["block_N"])
@@ -338,13 +408,13 @@ def scale_of(problem: Mapping[str, Any]) -> float:
 
 
 def _build(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size, num_pages, ragged, softmax_scale, block_N,
-           num_splits, threads, num_stages):
+           num_splits, threads, fused_combine, num_stages):
     """``Template.builder``: the split kernel (``ragged`` only shapes the inputs)."""
     problem = dict(batch=batch, kv_len=kv_len, dim=dim, page_size=page_size, num_pages=num_pages,
                    softmax_scale=softmax_scale)
     return build_decode_attention(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size,
                                   pool_pages(problem) if page_size else 0, scale_of(problem), block_N, num_splits,
-                                  threads, num_stages)
+                                  threads, num_stages, fused_combine)
 
 
 def make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -418,14 +488,21 @@ def flops(problem: Mapping[str, Any]) -> float:
 
 
 _COMBINE_FIXED_S = 4e-6  # model: a dependent kernel's launch gap plus its serial loads; the GPU script measures it
+_FUSED_FIXED_S = 1e-6  # model, a guess to measure: the fused combine's counter (fences, an atomic's L2 round trip)
 
 
 def combine_seconds(problem: Mapping[str, Any], tile: Mapping[str, Any], vdev: Any) -> float:
-    """Predicted time of the combine kernel a split tile adds (none for one split): partials written and read
-    back through DRAM, plus a fixed cost per dependent launch."""
+    """Predicted time of the combine a split tile adds (none for one split). A combine kernel: partials written
+    and read back through DRAM, plus a fixed cost per dependent launch. Fused: the last block of a sequence and
+    KV head reads its rows' partials alone, at one SM's share of the L2 bandwidth (just written, L2 holds them),
+    the last blocks of ``batch x kv_heads`` sequence heads in waves over the SMs, plus the counter's fixed cost."""
     if tile["num_splits"] == 1:
         return 0.0
     p = problem
+    if tile.get("fused_combine"):  # a tile given to the search may leave it out: 0
+        block_partials = tile["num_splits"] * query_rows(p) * (p["dim"] + 1) * 4.0
+        waves = math.ceil(p["batch"] * p["kv_heads"] / vdev.num_eus)
+        return _FUSED_FIXED_S + waves * block_partials * vdev.num_eus / vdev.l2_bandwidth
     rows = p["batch"] * p["q_len"] * p["heads"]
     partials = rows * tile["num_splits"] * (p["dim"] + 1) * 4.0
     return _COMBINE_FIXED_S + (2 * partials + rows * p["dim"] * 2) / vdev.dram_bandwidth
@@ -434,12 +511,16 @@ def combine_seconds(problem: Mapping[str, Any], tile: Mapping[str, Any], vdev: A
 @dataclass(frozen=True)
 class DecodeTemplate(Template):
     """A template of two kernels: the split kernel (the PrimFunc pt-tvm plans) and, for several splits, the
-    combine kernel; :meth:`compile` returns one callable running both."""
+    combine kernel; :meth:`compile` returns one callable running both, or the split kernel alone where it
+    combines itself (``fused_combine``)."""
 
     def compile(self, func: Any, target: Any) -> Any:
         params = {str(b.name): b for b in func.buffer_map.values()}
         if "LSE" not in params:
             return Template.compile(self, func, target)
+        if "Semaphore" in params:  # O_partial, LSE, Semaphore, O: the workspace and O come back, O alone is returned
+            kernel = Template.compile(replace(self, out_idx=(-4, -3, -1)), func, target)
+            return FusedSplitKV(kernel, tuple(int(x) for x in params["Semaphore"].shape))
         split = Template.compile(replace(self, out_idx=(-2, -1)), func, target)
         batch, q_len, heads, splits, dim = (int(x) for x in params["O_partial"].shape)
         combine = tilelang.compile(build_combine(batch, q_len, heads, dim, str(params["Q"].dtype), splits),
@@ -466,14 +547,42 @@ class SplitKV:
         return self.split.prim_func
 
 
+@dataclass(frozen=True)
+class FusedSplitKV:
+    """The split kernel whose last block per sequence and KV head combines (``fused_combine``): it takes the
+    arrival counters ``Semaphore`` (int32 ``semaphore_shape``), zero between launches since each launch's last
+    blocks zero theirs. They are made zero on the first call, on the inputs' device, and passed to every later
+    call (a CUDA graph captured after a first call replays with them); the calls of one compiled kernel share
+    them, so the same kernel must not run concurrently on two streams."""
+
+    kernel: Any
+    semaphore_shape: tuple[int, ...]
+    semaphores: dict = field(default_factory=dict, compare=False, repr=False)  # device -> its counters
+
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        device = inputs[0].device
+        if device not in self.semaphores:
+            self.semaphores[device] = torch.zeros(self.semaphore_shape, dtype=torch.int32, device=device)
+        return self.kernel(*inputs, self.semaphores[device])[-1]
+
+    def get_kernel_source(self) -> str:
+        return self.kernel.get_kernel_source()
+
+    @property
+    def prim_func(self) -> Any:
+        """The planned PrimFunc, as :attr:`SplitKV.prim_func`."""
+        return self.kernel.prim_func
+
+
 DECODE_ATTENTION = DecodeTemplate(
     name="decode_attention",
     builder=_build,
     reference=reference,
     problem={"batch": 4, "q_len": 1, "heads": 32, "kv_heads": 8, "kv_len": 8192, "dim": 128, "dtype": "float16",
              "page_size": 0, "num_pages": 0, "ragged": False, "softmax_scale": 0.0},
-    tile={"block_N": 64, "num_splits": 1, "threads": 128},
-    tile_space={"block_N": (64, 128), "num_splits": (1, 2, 4, 8, 16, 32), "threads": (128, 256)},
+    tile={"block_N": 64, "num_splits": 1, "threads": 128, "fused_combine": 0},
+    tile_space={"block_N": (64, 128), "num_splits": (1, 2, 4, 8, 16, 32), "threads": (128, 256),
+                "fused_combine": (0, 1)},
     make_inputs=make_inputs,
     flops=flops,
     out_idx=(-1,),

@@ -3,7 +3,9 @@ emitted CUDA, bad inputs, and the float32 reference against a float64 one; GPU t
 import itertools
 import json
 import math
+import re
 import shutil
+import subprocess
 
 import pytest
 import torch
@@ -13,12 +15,13 @@ from pt_tvm import hw
 from pt_tvm.compiler import lower, lower_planned, schedule, schedule_template
 from pt_tvm.cost import streaming_eus
 from pt_tvm.decode import DecodeInputError, bucket, check_inputs, decode_problem
-from pt_tvm.graph import OpKind, Placement
+from pt_tvm.graph import BLOCK_SYNC, OpKind, Placement
 from pt_tvm.hw import SEUKind
 from pt_tvm.passes import ExtractionError, extract_stask_graph
 from pt_tvm.plan import Style
 from pt_tvm.templates import TemplateError, get
-from pt_tvm.templates.decode_attention import build_combine, combine_seconds, kv_bytes, pool_pages
+from pt_tvm.templates.decode_attention import FusedSplitKV, build_combine, combine_seconds, kv_bytes, pool_pages
+from pt_tvm.verify import violations
 
 T = get("decode_attention")
 H100 = hw.get("h100")
@@ -98,6 +101,37 @@ def test_split_tiles_pay_for_the_combine():
     assert 0 < eight < combine_seconds(problem, {**tile, "num_splits": 32}, H100)
 
 
+def test_a_fused_combine_costs_less_than_a_combine_kernel_for_a_small_batch():
+    """Batch 1 of 32k keys in 16 splits: a combine kernel costs a dependent launch (4 us in the model) for 264 KB
+    of partials; fused, each of the 8 last blocks reads its 4 rows' 33 KB from L2 on its own SM, after one
+    counter round trip."""
+    problem, tile = T.resolve(batch=1, kv_len=32768, num_splits=16)
+    separate = combine_seconds(problem, tile, H100)
+    fused = combine_seconds(problem, {**tile, "fused_combine": 1}, H100)
+    assert 0 < fused < separate / 2
+
+
+def test_the_tile_space_offers_the_fused_combine_with_several_splits_only():
+    problem, _ = T.resolve(batch=1, kv_len=32768)
+    tiles = T.tile_candidates(problem, H100.features)
+    fused = {t["num_splits"] for t in tiles if t["fused_combine"]}
+    assert fused == {s for s in T.tile_space["num_splits"] if s > 1}
+    assert len({tuple(sorted(t.items())) for t in tiles}) == len(tiles)
+
+
+def test_search_chooses_between_the_combine_kernel_and_the_fused_combine():
+    """At 16 splits of batch 1 x 32k keys both forms are searched (the fused one as software pipelines only);
+    the fused form wins on the combine's launch, and its plan verifies and applies."""
+    tiles = [{"block_N": 128, "num_splits": 16, "threads": 128, "fused_combine": f} for f in (0, 1)]
+    result, _, build = schedule_template("decode_attention", "h100", params={"batch": 1, "kv_len": 32768},
+                                         tiles=tiles)
+    styles = {(c.plan.tile["fused_combine"], c.plan.style) for c in result.ranked}
+    assert styles == {(0, Style.WARP_SPECIALIZED), (0, Style.SOFTWARE_PIPELINE), (1, Style.SOFTWARE_PIPELINE)}
+    best = result.best
+    assert best.plan.tile["fused_combine"] == 1 and not violations(best.plan, best.graph, H100)
+    assert "Semaphore" in {str(b.name) for b in build(best).buffer_map.values()}
+
+
 def test_a_grid_smaller_than_the_gpu_streams_on_fewer_sms():
     """DRAM is shared by the EUs the grid occupies: 8 blocks get 1/8 of it each (as far as an SM can pull)."""
     few, _, _ = _graph(batch=1, kv_len=8192, num_splits=1)
@@ -121,6 +155,94 @@ def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
         compiles_without_spills(src, tmp_path, "decode")
 
 
+# ---------------------------------------------------------------- the fused combine
+_FUSED = {"batch": 1, "kv_len": 1024, "dim": 64, "heads": 8, "kv_heads": 2, "num_splits": 2, "fused_combine": 1}
+
+
+def _fused_graph():
+    problem, tile = T.resolve(**_FUSED)
+    func = T.build(**problem, **tile)
+    return func, extract_stask_graph(func, H100)
+
+
+def test_warp_specialized_plans_refuse_the_fused_combine():
+    """The fused combine syncs the whole block and elects thread 0 to count arrivals; a warp-specialized plan
+    runs it on the consumer warpgroup alone, where TileLang 0.1.15 folded the ``threadIdx.x == 0`` branch (the
+    atomic and the counter's reset) away, thread 0 being the producer's. Verification refuses such plans."""
+    from pt_tvm.space import Priority, warp_specialized
+
+    func, graph = _fused_graph()
+    synced = [t for t in graph.stasks if t.attrs.get(BLOCK_SYNC)]
+    assert len(synced) == 1 and synced[0].placement == Placement.EPILOGUE
+    assert {"Semaphore", "O"} <= synced[0].write_buffers() and {"O_partial", "LSE"} <= synced[0].read_buffers()
+    ws = warp_specialized(graph, H100, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    assert any(v.rule == "emission" and "syncs the whole block" in v.message for v in violations(ws, graph, H100))
+    result = schedule(func, H100)
+    assert {c.plan.style for c in result.ranked} == {Style.SOFTWARE_PIPELINE} and result.rejected["emission"]
+
+
+@pytest.fixture(scope="module")
+def fused_kernel():
+    """The fused kernel compiled (no GPU needed) at its shallowest software pipeline, the quickest for TileLang's
+    simplifier to lower (tens of seconds on this kernel's dynamic-length loop)."""
+    from pt_tvm.passes import apply_plan
+
+    func, _ = _fused_graph()
+    plan = min((c.plan for c in schedule(func, H100).ranked), key=lambda p: p.num_stages)
+    return T.compile(apply_plan(func, plan, H100), H100.tvm_target())
+
+
+def test_fused_plan_compiles_to_one_kernel_that_counts_and_combines(fused_kernel):
+    """One kernel taking the counters and writing O: every block fences its partials and thread 0 bumps the
+    counter (acquire-release); the last block fences, combines and zeroes the counter."""
+    assert isinstance(fused_kernel, FusedSplitKV) and fused_kernel.semaphore_shape == (1, 2)
+    func = fused_kernel.prim_func
+    params = [str(func.buffer_map[p].name) for p in func.params]
+    assert params[-4:] == ["O_partial", "LSE", "Semaphore", "O"]
+    src = fused_kernel.get_kernel_source()
+    assert "decode_combine_kernel" not in src and "half_t* __restrict__ O," in src
+    tail = src[src.index("__threadfence();"):]
+    assert re.search(r"__syncthreads\(\);\s*if \(\(\(int\)threadIdx.x\) == 0\) \{\s*\(\(int\*\)arrived\)\[0\] = "
+                     r"AtomicAddRet\(\(&\(Semaphore\[.*\]\)\), 1, 4\);\s*\}\s*__syncthreads\(\);", tail)
+    assert re.search(r"if \(\(\(int\*\)arrived\)\[0\] == 1\) \{\s*__threadfence\(\);", tail)
+    assert re.search(r"if \(\(\(int\)threadIdx.x\) == 0\) \{\s*Semaphore\[.*\] = 0;", tail)
+    assert "__ldg" not in src
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_fused_combine_reads_the_partials_coherently(fused_kernel, tmp_path):
+    """After the counter's ``atom.add.acq_rel.gpu`` the partials other blocks wrote are read with plain
+    ``ld.global`` (L2), never through the non-coherent read-only path (``ld.global.nc``)."""
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+
+    cu = tmp_path / "fused.cu"
+    cu.write_text(fused_kernel.get_kernel_source())
+    subprocess.run(["nvcc", "--ptx", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++20",
+                    "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR, "--use_fast_math",
+                    "-o", str(tmp_path / "fused.ptx"), str(cu)], check=True, capture_output=True, timeout=600)
+    ptx = (tmp_path / "fused.ptx").read_text()
+    before, after = ptx.split("atom.add.acq_rel.gpu.s32", 1)
+    assert "membar.gl" in before.rsplit("bar.sync", 1)[0][-2000:] and "membar.gl" in after
+    assert "ld.global.f32" in after and "ld.global.nc" not in after
+
+
+def test_fused_callable_keeps_one_zeroed_semaphore_per_device():
+    """The counters are made on the first call, zeroed, on the inputs' device, and passed to every later call
+    (the kernel zeroes them again at its end); O, the kernel's last output, is returned."""
+    calls = []
+
+    def kernel(*args):
+        calls.append(args)
+        return ["O_partial", "LSE", "O"]
+
+    fused = FusedSplitKV(kernel, (2, 4))
+    q = torch.zeros(2, 1, 8, 64)
+    assert fused(q, q) == "O" and fused(q, q) == "O"
+    sems = [c[-1] for c in calls]
+    assert sems[0] is sems[1] and sems[0].dtype == torch.int32 and tuple(sems[0].shape) == (2, 4)
+    assert not sems[0].any() and sems[0].device == q.device and list(fused.semaphores) == [q.device]
+
+
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize("params,message", [
     ({"page_size": 48}, "page_size.*power of two"),
@@ -133,6 +255,9 @@ def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
     ({"kv_len": 512, "block_N": 128, "num_splits": 8}, "num_splits.*exceeds the 4 key blocks"),
     ({"num_pages": 64}, "num_pages.*needs a paged cache"),
     ({"softmax_scale": -1.0}, "softmax_scale"),
+    ({"fused_combine": 1}, "fused_combine.*needs num_splits > 1"),
+    ({"fused_combine": 2, "num_splits": 4}, "fused_combine.*must be 0 .* or 1"),
+    ({"fused_combine": -1, "num_splits": 4}, "fused_combine.*must be a positive int"),
 ])
 def test_bad_parameters_are_named(params, message):
     with pytest.raises(TemplateError, match=message):
@@ -269,6 +394,32 @@ WS, SW = Style.WARP_SPECIALIZED, Style.SOFTWARE_PIPELINE
 ])
 def test_decode_kernel_matches_the_reference(params, tile, style):
     _run_checked(params, tile, style)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params", [
+    {"batch": 3, "kv_len": 3000, "ragged": True, "num_splits": 8, "block_N": 64},
+    {"batch": 4, "kv_len": 2048, "page_size": 16, "q_len": 3, "ragged": True, "num_splits": 4, "block_N": 64},
+])
+def test_fused_combine_matches_the_reference_and_the_combine_kernel(params):
+    """The fused kernel's best software pipeline against the float32 reference on fresh ragged inputs (splits past
+    a short sequence's end count their arrival too), called twice with new inputs (the last blocks zero the
+    counters), and against the split and combine kernels at the same tile."""
+    from pt_tvm.measure import REL_TOL, rel_err
+
+    vdev = hw.from_device()
+    kernels = {}
+    for fused in (0, 1):
+        result, problem, build = schedule_template("decode_attention", vdev, params={**params, "fused_combine": fused})
+        kernels[fused] = T.compile(build(next(c for c in result.ranked if c.plan.style == SW)), vdev.tvm_target())
+    assert isinstance(kernels[1], FusedSplitKV)
+    for seed in (7, 8):
+        inputs = T.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed))
+        out = kernels[1](*inputs)
+        tol = REL_TOL[problem["dtype"]]
+        assert rel_err(out, T.reference(*inputs, **problem)) <= tol, (params, seed)
+        assert rel_err(out, kernels[0](*inputs)) <= tol, (params, seed)
+        assert not kernels[1].semaphores[out.device].any()
 
 
 @pytest.mark.gpu
