@@ -29,7 +29,7 @@ for f in .gpu-flashinfer/*/flashinfer.sh; do [ -f "$f" ] && source "$f" && break
 step=${2:-0/1}
 if [ "$step" = sweep ]; then
   out="${OUT:-decode-out}/decode-sweep"; mkdir -p "$out"
-  timeout 300 python -m benchmarks.decode --out "$out" --only sweep > "$out/sweep.log" 2>&1
+  timeout ${SWEEP_LIMIT_S:-420} python -m benchmarks.decode --out "$out" --only sweep > "$out/sweep.log" 2>&1
   echo "sweep rc=$?"; tail -10 "$out/sweep.log" | cut -c1-200
 else
   out="${OUT:-decode-out}/decode-${step%/*}"; mkdir -p "$out"

@@ -199,52 +199,58 @@ def with_bandwidth(rows: Sequence[dict], peak_tbps: float | None = None) -> list
 
 # ---------------------------------------------------------------- the model's split against the measured best
 def split_sweep(problem: Mapping[str, Any], vdev: Any, *, workers: int, rep_ms: float = 200.0) -> dict:
-    """For each split count of the tile space: the best-predicted warp-specialized plan with it, compiled (in
-    ``workers`` processes), checked and timed; the model's pick and the measured best side by side."""
+    """For each split count and combine form of the tile space: the best-predicted plan with them (a
+    warp-specialized one for the combine kernel, a software pipeline for the fused combine, the only style that
+    takes it), compiled (in ``workers`` processes), checked and timed; the model's pick and the measured best
+    side by side, as ``(splits, combine)``."""
     template = templates.get("decode_attention")
     result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
-    per_split: dict[int, Any] = {}
+    per_choice: dict[tuple[int, str], Any] = {}
     for c in result.ranked:
-        if c.plan.style == Style.WARP_SPECIALIZED:
-            per_split.setdefault(c.plan.tile["num_splits"], c)
-    cands = [per_split[s] for s in sorted(per_split)]
+        fused = c.plan.tile.get("fused_combine", 0)
+        if fused or c.plan.style == Style.WARP_SPECIALIZED:
+            per_choice.setdefault((c.plan.tile["num_splits"], "fused" if fused else "kernel"), c)
+    cands = [per_choice[k] for k in sorted(per_choice)]
     warm(compile_jobs("decode_attention", problem, vdev, cands), workers)
     make = lambda seed: template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed))  # noqa: E731
     sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
     check = make(99)
     ref = template.reference(*check, **problem)
     kernels, rows = {}, []
-    for c in cands:
-        row = {"num_splits": c.plan.tile["num_splits"], "block_N": c.plan.tile["block_N"],
+    for key, c in zip(sorted(per_choice), cands):
+        row = {"num_splits": key[0], "combine": key[1], "block_N": c.plan.tile["block_N"],
                "predicted_ms": c.seconds * 1e3, "note": c.note}
         try:
             kernel = template.compile(planned_func("decode_attention", problem, c, vdev), vdev.tvm_target())
             row["rel_err"] = rel_err(kernel(*check), ref)
             if row["rel_err"] <= REL_TOL[problem["dtype"]]:
-                kernels[row["num_splits"]] = kernel
+                kernels[key] = kernel
         except Exception as e:  # a plan that does not build is a row, not a crash
             row["error"] = f"{type(e).__name__}: {str(e).strip()[-300:]}"
         rows.append(row)
-    times = time_interleaved({str(s): k for s, k in kernels.items()}, sets, rounds=3, warmup_ms=30.0,
+    times = time_interleaved({f"{s} {f}": k for (s, f), k in kernels.items()}, sets, rounds=3, warmup_ms=30.0,
                              round_ms=rep_ms / 3)
     for row in rows:
-        if str(row["num_splits"]) in times:
-            row["ms"] = times[str(row["num_splits"])].ms
+        if f"{row['num_splits']} {row['combine']}" in times:
+            row["ms"] = times[f"{row['num_splits']} {row['combine']}"].ms
     timed = [r for r in rows if "ms" in r]
     del sets, check, ref
     torch.cuda.empty_cache()
-    return {"config": dict(problem), "model_splits": result.best.plan.tile["num_splits"],
-            "model_ws_splits": min(per_split, key=lambda s: per_split[s].seconds) if per_split else None,
-            "measured_best_splits": min(timed, key=lambda r: r["ms"])["num_splits"] if timed else None,
+    best = result.best.plan.tile
+    fastest = min(timed, key=lambda r: r["ms"]) if timed else None
+    return {"config": dict(problem),
+            "model": [best["num_splits"], "fused" if best.get("fused_combine") else "kernel"],
+            "model_ws_splits": min((k[0] for k in per_choice if k[1] == "kernel"),
+                                   key=lambda s: per_choice[(s, "kernel")].seconds, default=None),
+            "measured_best": [fastest["num_splits"], fastest["combine"]] if fastest else None,
             "splits": rows}
 
 
-# ---------------------------------------------------------------- the GPU run
 _GPU_SLICE = [  # (batch, kv_len, GQA, q_len, page): every batch size, 1k..128k, both layouts and models, q_len 1, 4
     (1, 131072, 0, 1, 0), (1, 16384, 0, 1, _PAGE), (1, 1024, 1, 1, 0), (8, 65536, 1, 1, _PAGE),
     (8, 4096, 0, 4, 0), (32, 16384, 1, 4, _PAGE), (128, 4096, 0, 1, _PAGE), (128, 16384, 0, 1, 0),
 ]
-_SWEEP = [(1, 65536, 0, 1, 0), (32, 16384, 0, 1, 0), (128, 4096, 0, 1, 0)]
+_SWEEP = [(1, 65536, 0, 1, 0), (1, 16384, 0, 1, _PAGE), (32, 16384, 0, 1, 0), (128, 4096, 0, 1, 0)]
 
 
 def _slice(entries: Sequence[tuple]) -> list[Config]:
@@ -348,13 +354,13 @@ def _part(text: str) -> tuple[int, int]:
 
 
 def _sweep(args: argparse.Namespace, vdev: Any, peak: float, workers: int) -> None:
-    """The cost model's split against the measured best: splits.json."""
+    """The cost model's split and combine form against the measured best: splits.json."""
     sweeps = []
     for cfg in _slice(_SWEEP):
         sweeps.append(split_sweep(cfg.problem, vdev, workers=workers))
         s = sweeps[-1]
-        print(f"splits {cfg.note} b{cfg.problem['batch']} kv{cfg.problem['kv_len']}: model {s['model_splits']} "
-              f"(warp-specialized {s['model_ws_splits']}), measured best {s['measured_best_splits']}", flush=True)
+        print(f"splits {cfg.note} b{cfg.problem['batch']} kv{cfg.problem['kv_len']}: model {s['model']} "
+              f"(warp-specialized {s['model_ws_splits']}), measured best {s['measured_best']}", flush=True)
         with open(os.path.join(args.out, "splits.json"), "w") as f:
             json.dump({"hbm_copy_tbps": peak, "sweeps": sweeps}, f, indent=1, default=str)
 
