@@ -199,14 +199,15 @@ def with_bandwidth(rows: Sequence[dict], peak_tbps: float | None = None) -> list
 
 # ---------------------------------------------------------------- the model's split against the measured best
 def split_sweep(problem: Mapping[str, Any], vdev: Any, *, workers: int, rep_ms: float = 200.0) -> dict:
-    """For each split count and combine form of the tile space: the best-predicted plan with them (a
-    warp-specialized one for the combine kernel, a software pipeline for the fused combine, the only style that
-    takes it), compiled (in ``workers`` processes), checked and timed; the model's pick and the measured best
-    side by side, as ``(splits, combine)``."""
+    """For each split count and combine form: the best-predicted plan with them (a warp-specialized one for the
+    combine kernel, a software pipeline for the fused combine, the only style that takes it; the fused form is
+    searched pinned, outside the default tile space), compiled (in ``workers`` processes), checked and timed;
+    the model's pick and the measured best side by side, as ``(splits, combine)``."""
     template = templates.get("decode_attention")
     result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
+    fused, _, _ = schedule_template("decode_attention", vdev, params={**problem, "fused_combine": 1})
     per_choice: dict[tuple[int, str], Any] = {}
-    for c in result.ranked:
+    for c in sorted(result.ranked + fused.ranked, key=lambda c: c.seconds):
         fused = c.plan.tile.get("fused_combine", 0)
         if fused or c.plan.style == Style.WARP_SPECIALIZED:
             per_choice.setdefault((c.plan.tile["num_splits"], "fused" if fused else "kernel"), c)
