@@ -582,9 +582,10 @@ DECODE_ATTENTION = DecodeTemplate(
              "page_size": 0, "num_pages": 0, "ragged": False, "softmax_scale": 0.0},
     tile={"block_N": 64, "num_splits": 1, "threads": 128, "fused_combine": 0},
     # fused_combine=1 is searched only when pinned: its plans are software pipelines (TileLang's warp
-    # specialization folds the elected thread's counter away), which on one H200 ran 2-7% slower at every split
+    # specialization folds the elected thread's counter away), which on one H200 ran 4-7% slower at every split
     # count of batch 1 x 64k keys than warp-specialized plans with the combine kernel (75.2 against 70.7 us at 16
-    # splits; benchmarks/results/2026-11-26-h200-decode-fused), where the model priced them up to 24% faster
+    # splits; benchmarks/results/2026-11-26-h200-decode-fused); the model priced the 32-split fused plan at 59.6 us
+    # (measured 78.0) and picked it
     tile_space={"block_N": (64, 128), "num_splits": (1, 2, 4, 8, 16, 32), "threads": (128, 256),
                 "fused_combine": (0,)},
     make_inputs=make_inputs,
