@@ -341,12 +341,14 @@ class _Timeline(Simulation):
     def issue(self, stream: Stream, a: Append, it: int, start: float) -> tuple[float, float]:
         t = self.graph.stask(a.stask)
         key = (t.id, a.seu, stream.share)
-        if key not in self.cycles:
-            self.cycles[key] = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
-        work, latency = self.cycles[key]
-        work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
+        cached = self.cycles.get(key)
+        if cached is None:  # the calibrated work and the latency, once per (sTask, sEU, share)
+            work, latency = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
+            work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
+            cached = self.cycles[key] = (work, latency)
+        work, latency = cached
         pool = self.servers[a.seu]
-        k = min(range(len(pool)), key=pool.__getitem__)
+        k = pool.index(min(pool))
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate
         batch = (stream.role, t.id, it) if a.seu == SEUKind.TENSOR_CORE and stream.role in self.interleaved else None
         if batch in self.lockstep and start <= self.lockstep[batch]:

@@ -90,7 +90,7 @@ class Simulation:
             # outside the loop: the prologue's or epilogue's one instance, or the loop's last
             fixed = iters - 1 if src_place == Placement.LOOP else -1
             reorder_ok = loop and same_role and self.plan_pos[src] > self.plan_pos[dst]
-            others = None if same_role else self.by_role[role_of[src]]
+            others = None if same_role else tuple(o.name for o in self.by_role[role_of[src]])
             self.edges_into.setdefault(dst, []).append((src, dist if loop else None, fixed, others, reorder_ok))
         self.done: dict[Key, float] = {}
         self.iter_done = [0.0] * iters
@@ -146,6 +146,7 @@ class Simulation:
             return (self.done[key] + self.turn_cycles, None) if key in self.done else (None, key)
         ready = 0.0
         done = self.done
+        own = (stream.name,)
         for src, dist, fixed, others, reorder_ok in self.edges_into.get(what.stask, ()):
             if dist is not None:
                 src_it = it - dist
@@ -153,8 +154,8 @@ class Simulation:
                     continue
             else:
                 src_it = fixed
-            for o in (stream,) if others is None else others:
-                key = (o.name, src, src_it)
+            for name in own if others is None else others:
+                key = (name, src, src_it)
                 end = done.get(key)
                 if end is None:
                     if reorder_ok and src_it == it:

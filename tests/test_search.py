@@ -317,12 +317,13 @@ def _reference_seconds() -> float:
     return time.process_time() - t0
 
 
-def test_template_search_on_h100_takes_under_eight_seconds(h100_template_result):
+def test_template_search_on_h100_takes_under_twelve_seconds(h100_template_result):
     """The cost-model search over every tile (the template's TileLang builds are not part of it):
-    FlashAttention's prices ~1,800 plans in 4-5 CPU s on the development machine. The bound is 8 s there,
-    scaled on a machine that runs a reference loop slower (a CI run measured 9.9 s on one such)."""
+    FlashAttention's prices 3,793 plans in 7.5-9.6 CPU s on the development machine (2026-11-26; the bound
+    was 8 s when it priced ~1,800 in 4-5 s, and a clean-clone CI run then measured 8.28 s). The bound is 12 s
+    there, scaled on a machine that runs a reference loop slower."""
     name, result, cpu_seconds, slowness = h100_template_result
-    bound = 8.0 * max(1.0, slowness)
+    bound = 12.0 * max(1.0, slowness)
     assert cpu_seconds < bound, (f"{name}: search took {cpu_seconds:.2f} CPU s ({result.seconds:.2f} s wall), "
                                  f"bound {bound:.1f} s on this machine ({slowness:.2f}x the reference loop's time)")
     assert result.considered > len(result.ranked) > 0
