@@ -205,35 +205,35 @@ def split_sweep(problem: Mapping[str, Any], vdev: Any, *, workers: int, rep_ms: 
     the model's pick and the measured best side by side, as ``(splits, combine)``."""
     template = templates.get("decode_attention")
     result, problem, _ = schedule_template("decode_attention", vdev, params=problem)
-    fused, _, _ = schedule_template("decode_attention", vdev, params={**problem, "fused_combine": 1})
+    pinned, _, _ = schedule_template("decode_attention", vdev, params={**problem, "fused_combine": 1})
     per_choice: dict[tuple[int, str], Any] = {}
-    for c in sorted(result.ranked + fused.ranked, key=lambda c: c.seconds):
-        fused = c.plan.tile.get("fused_combine", 0)
-        if fused or c.plan.style == Style.WARP_SPECIALIZED:
-            per_choice.setdefault((c.plan.tile["num_splits"], "fused" if fused else "kernel"), c)
-    cands = [per_choice[k] for k in sorted(per_choice)]
-    warm(compile_jobs("decode_attention", problem, vdev, cands), workers)
+    for c in sorted(result.ranked + pinned.ranked, key=lambda c: c.seconds):
+        is_fused = c.plan.tile.get("fused_combine", 0)
+        if is_fused or c.plan.style == Style.WARP_SPECIALIZED:
+            per_choice.setdefault((c.plan.tile["num_splits"], "fused" if is_fused else "kernel"), c)
+    choices = sorted(per_choice.items())
+    warm(compile_jobs("decode_attention", problem, vdev, [c for _, c in choices]), workers)
     make = lambda seed: template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed))  # noqa: E731
     sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
     check = make(99)
     ref = template.reference(*check, **problem)
     kernels, rows = {}, []
-    for key, c in zip(sorted(per_choice), cands):
-        row = {"num_splits": key[0], "combine": key[1], "block_N": c.plan.tile["block_N"],
+    for (splits, combine), c in choices:
+        row = {"num_splits": splits, "combine": combine, "block_N": c.plan.tile["block_N"],
                "predicted_ms": c.seconds * 1e3, "note": c.note}
         try:
             kernel = template.compile(planned_func("decode_attention", problem, c, vdev), vdev.tvm_target())
             row["rel_err"] = rel_err(kernel(*check), ref)
             if row["rel_err"] <= REL_TOL[problem["dtype"]]:
-                kernels[key] = kernel
+                kernels[f"{splits} {combine}"] = kernel
         except Exception as e:  # a plan that does not build is a row, not a crash
             row["error"] = f"{type(e).__name__}: {str(e).strip()[-300:]}"
         rows.append(row)
-    times = time_interleaved({f"{s} {f}": k for (s, f), k in kernels.items()}, sets, rounds=3, warmup_ms=30.0,
-                             round_ms=rep_ms / 3)
+    times = time_interleaved(kernels, sets, rounds=3, warmup_ms=30.0, round_ms=rep_ms / 3)
     for row in rows:
-        if f"{row['num_splits']} {row['combine']}" in times:
-            row["ms"] = times[f"{row['num_splits']} {row['combine']}"].ms
+        label = f"{row['num_splits']} {row['combine']}"
+        if label in times:
+            row["ms"] = times[label].ms
     timed = [r for r in rows if "ms" in r]
     del sets, check, ref
     torch.cuda.empty_cache()
@@ -247,6 +247,7 @@ def split_sweep(problem: Mapping[str, Any], vdev: Any, *, workers: int, rep_ms: 
             "splits": rows}
 
 
+# ---------------------------------------------------------------- the GPU run
 _GPU_SLICE = [  # (batch, kv_len, GQA, q_len, page): every batch size, 1k..128k, both layouts and models, q_len 1, 4
     (1, 131072, 0, 1, 0), (1, 16384, 0, 1, _PAGE), (1, 1024, 1, 1, 0), (8, 65536, 1, 1, _PAGE),
     (8, 4096, 0, 4, 0), (32, 16384, 1, 4, _PAGE), (128, 4096, 0, 1, _PAGE), (128, 16384, 0, 1, 0),
