@@ -341,6 +341,12 @@ def _mamba_triton(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any
 def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
     if template.name == "gemm_rowsum":
         return _gemm_rowsum, {"impl": "torch.matmul + torch.sum(dim=1, dtype=torch.float32)"}
+    if template.name == "gemm_swiglu":  # the MLP as eager PyTorch writes it: one cuBLAS linear, then SiLU and product
+        def swiglu(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            gate, up = F.linear(a, w).chunk(2, dim=-1)
+            return F.silu(gate) * up
+
+        return swiglu, {"impl": "torch.nn.functional.linear, silu(gate) * up"}
     if problem.get("trans_B"):  # B is a linear layer's weight [N, K]: multiplied as F.linear does (cuBLAS TN)
         return F.linear, {"impl": "torch.nn.functional.linear"}
     return (lambda a, b: torch.matmul(a, b)), {}
