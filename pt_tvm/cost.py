@@ -294,6 +294,25 @@ def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[
     return out
 
 
+# Cycles a global TMA load of an L2-bound loop (:func:`l2_bound`) waits in L2's queues beyond its unloaded latency:
+# every SM keeps L2 saturated, so a deeper pipeline, not a faster one, keeps the tensor cores fed. Fitted on
+# one H100 (benchmarks/results/2026-11-26-h100-depth): the LLaMA layer's GEMMs at 512 tokens ran 1.17-1.28x
+# faster 4-6 deep than 3 deep (cuBLAS keeps 5-6 stages there), which an unloaded latency prices alike.
+TMA_QUEUE_CYCLES = 1000.0
+
+
+def l2_bound(graph: STaskGraph, vdev: VDevice) -> bool:
+    """Whether the loop only loads tiles and multiplies them (a GEMM's main loop: nothing beside the tensor cores
+    to hide a load behind) and its global loads, at the EU's share of L2, outlast its tensor-core work; on chips
+    with TMA, where the queueing was measured."""
+    if "tma" not in vdev.features or not graph.loads_and_multiplies:
+        return False
+    tc = vdev.eu.seu(SEUKind.TENSOR_CORE).throughput
+    loads = sum(t.bytes / _l2_rate(t, SEUKind.TMA, graph, vdev) for t in graph.loop_stasks
+                if t.op == OpKind.COPY and _global(t) and t.reads and t.reads[0].scope == "global")
+    return loads > sum(t.flops for t in graph.loop_stasks if t.op == OpKind.GEMM) / tc
+
+
 class _Timeline(Simulation):
     """The plan's streams on one EU's sEUs: each issued instance occupies its sEU for ``work / rate``
     cycles (the servers of its kind, shared by every stream) and completes ``latency`` cycles later."""
@@ -334,6 +353,7 @@ class _Timeline(Simulation):
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
         self.wgmma = wgmma_factor(plan, graph, vdev)
+        self.queued = TMA_QUEUE_CYCLES if l2_bound(graph, vdev) else 0.0
 
     def sync_delay(self, stream: Stream, a: Append) -> float:
         return self.sync_cost.get((stream.role, a.stask), 0.0)
@@ -345,6 +365,8 @@ class _Timeline(Simulation):
         if cached is None:  # the calibrated work and the latency, once per (sTask, sEU, share)
             work, latency = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
             work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
+            if a.seu == SEUKind.TMA and t.placement == Placement.LOOP and _global(t):
+                latency += self.queued
             cached = self.cycles[key] = (work, latency)
         work, latency = cached
         pool = self.servers[a.seu]

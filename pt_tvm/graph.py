@@ -264,6 +264,12 @@ class STaskGraph:
     def loop_stasks(self) -> tuple[STask, ...]:
         return self.placed(Placement.LOOP)
 
+    @property
+    def loads_and_multiplies(self) -> bool:
+        """Whether the loop only copies tiles and multiplies them (a GEMM's main loop): no CUDA-core work beside
+        the tensor cores."""
+        return all(t.op in (OpKind.COPY, OpKind.GEMM) for t in self.loop_stasks)
+
     def edges_into(self, sid: str) -> tuple[Edge, ...]:
         return tuple(e for e in self.edges if e.dst == sid)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
-from .cost import Calibration, Estimate, estimate, least_dram_order
+from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order
 from .graph import Placement, STaskGraph, symbols_text
 from .hw import VDevice
 from .plan import ExecutionPlan, PlanError, Style, Violation
@@ -140,6 +140,8 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     # configurations compete in the order that moves the least through DRAM: where DRAM binds in launch
     # order, every configuration would price alike there and the best few would be picked blindly
     order = least_dram_order(graph, vdev, tile_orders(graph))
+    if l2_bound(graph, vdev):
+        space = replace(space, depths=tuple(sorted({*space.depths, *space.l2_bound_depths})))
     for plan, note in base_plans(graph, vdev, space, rng, tile or {}):
         if plan is not None:
             consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else

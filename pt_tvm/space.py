@@ -55,6 +55,10 @@ class SearchSpace:
 
     consumer_wgs: tuple[int, ...] = (1, 2)
     depths: tuple[int, ...] = (1, 2, 3, 4)
+    # warp-specialized depths added where the loop is L2-bound (pt_tvm.cost.l2_bound): there a load waits in
+    # L2's queues and the LLaMA layer's GEMMs ran 1.2-1.3x faster 4-6 deep than 3 (cost.TMA_QUEUE_CYCLES);
+    # elsewhere the model prices them as the shallower ones, and they would cost FlashAttention's search 20%
+    l2_bound_depths: tuple[int, ...] = (5, 6)
     max_stage: int = 1
     random_orders: int = 4
     row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
@@ -361,15 +365,6 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
     return any(v.rule in _RESOURCE_RULES for v in violations(plan, graph, vdev))
 
 
-def _copies_and_gemms_only(graph: STaskGraph) -> bool:
-    """Whether the loop only loads tiles and multiplies them (a GEMM's main loop): no CUDA-core work beside the
-    tensor cores that co-resident software-pipelined blocks could overlap. On chips that warp-specialize such
-    loops get warp-specialized plans only: in every recorded GEMM and GEMM + row-sum config (67 on an H100 and an
-    H200, 55 with both kinds measured; tests/data) and in both layer-GEMM runs of 2026-11-24, the fastest
-    software pipeline was slower than the fastest warp-specialized plan, while the model priced some first."""
-    return all(t.op in (OpKind.COPY, OpKind.GEMM) for t in graph.loop_stasks)
-
-
 def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
                tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
     """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
@@ -397,7 +392,11 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
                             f"stages {ps or '{}'}, {pname(pr)} order")
                     yield warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage=ps,
                                            priority=pr, tile=tile), note
-    ws_only = "warp_specialization" in vdev.features and _copies_and_gemms_only(graph)
+    # On chips that warp-specialize, a loop of loads and multiplies gets warp-specialized plans only: in every
+    # recorded GEMM and GEMM + row-sum config (67 on an H100 and an H200, 55 with both kinds measured; tests/data)
+    # and in both layer-GEMM runs of 2026-11-24, the fastest software pipeline was slower than the fastest
+    # warp-specialized plan, while the model priced some first.
+    ws_only = "warp_specialization" in vdev.features and graph.loads_and_multiplies
     if "software_pipeline" in vdev.features and not ws_only:  # on Hopper too: no producer warp, blocks share SMs
         for n in space.depths:
             # one stage copies through registers (no cp.async), holding its warps; where every tile also has

@@ -327,3 +327,24 @@ def test_cp_async_copies_run_behind_their_warps(target):
         verify(plan, g, vdev)
     e1, e2 = cost.estimate(serial, g, vdev), cost.estimate(staged, g, vdev)
     assert e2.cycles_per_iteration < 0.9 * e1.cycles_per_iteration
+
+
+def test_l2_bound_gemm_loops_price_deeper_pipelines_faster(fa_h100):
+    """A GEMM main loop whose loads outlast its tensor-core work waits on L2's queues (cost.TMA_QUEUE_CYCLES):
+    the LLaMA layer's 512-token output projection ran 1.17x faster 5 deep than 3 deep on an H100
+    (benchmarks/results/2026-11-26-h100-depth), and the model prices it so. FlashAttention's loop (softmax on the
+    CUDA cores beside the tensor cores) is not priced as L2-bound, nor a GEMM on a chip without TMA."""
+    vdev = hw.get("h100")
+    graph = _graph("gemm", "h100", M=512, N=4096, K=4096, trans_B=True, block_M=128, block_N=128, block_K=64)
+    assert cost.l2_bound(graph, vdev)
+    times = {}
+    for depth in (3, 4, 5):
+        plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=depth, pipeline_stage={},
+                                priority=Priority.PROGRAM)
+        verify(plan, graph, vdev)
+        times[depth] = cost.estimate(plan, graph, vdev).seconds
+    assert times[3] > 1.1 * times[4] and times[4] >= times[5]
+    _, fa_graph, _, _ = fa_h100
+    assert not cost.l2_bound(fa_graph, vdev)
+    assert not cost.l2_bound(_graph("gemm", "a100", M=512, N=4096, K=4096, block_M=128, block_N=128, block_K=64),
+                             hw.get("a100"))
