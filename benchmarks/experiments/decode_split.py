@@ -86,7 +86,7 @@ def run(path: str, out_dir: str) -> None:
         except Exception as e:  # a plan that does not build is a row, not a crash
             row["error"] = f"{type(e).__name__}: {str(e).strip()[-300:]} {err[-200:]}"
         rows.append(row)
-    src = torch.randn(kv // 4, device="cuda")
+    src = torch.randn(int(kv) // 4, device="cuda")
     dst = torch.empty_like(src)
     fns_copy = {"copy of the KV bytes": lambda *_: dst.copy_(src)}
     way, times = time_replayed({**fns, **fns_copy}, sets, rounds=5, round_ms=100.0)
