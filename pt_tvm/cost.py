@@ -134,6 +134,11 @@ def _global(t: STask) -> bool:
     return t.op in (OpKind.COPY, OpKind.ATOMIC) and any(a.scope == "global" for a in (*t.reads, *t.writes))
 
 
+def _global_load(t: STask) -> bool:
+    """A copy that reads global memory (a load, not a store)."""
+    return t.op == OpKind.COPY and bool(t.reads) and t.reads[0].scope == "global"
+
+
 def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice) -> float:
     """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory."""
     rate = vdev.eu.seu(kind).throughput
@@ -308,8 +313,7 @@ def l2_bound(graph: STaskGraph, vdev: VDevice) -> bool:
     if "tma" not in vdev.features or not graph.loads_and_multiplies:
         return False
     tc = vdev.eu.seu(SEUKind.TENSOR_CORE).throughput
-    loads = sum(t.bytes / _l2_rate(t, SEUKind.TMA, graph, vdev) for t in graph.loop_stasks
-                if t.op == OpKind.COPY and _global(t) and t.reads and t.reads[0].scope == "global")
+    loads = sum(t.bytes / _l2_rate(t, SEUKind.TMA, graph, vdev) for t in graph.loop_stasks if _global_load(t))
     return loads > sum(t.flops for t in graph.loop_stasks if t.op == OpKind.GEMM) / tc
 
 
@@ -365,7 +369,7 @@ class _Timeline(Simulation):
         if cached is None:  # the calibrated work and the latency, once per (sTask, sEU, share)
             work, latency = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
             work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
-            if a.seu == SEUKind.TMA and t.placement == Placement.LOOP and _global(t):
+            if a.seu == SEUKind.TMA and t.placement == Placement.LOOP and _global_load(t):
                 latency += self.queued
             cached = self.cycles[key] = (work, latency)
         work, latency = cached

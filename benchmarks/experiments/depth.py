@@ -20,6 +20,7 @@ from benchmarks.configs import LLAMA3_SHAPES
 from benchmarks.experiments.variants import compare
 from pt_tvm.cost import estimate
 from pt_tvm.hw import VDevice
+from pt_tvm.plan import Style
 from pt_tvm.search import Candidate, SearchSpace
 from pt_tvm.verify import violations
 
@@ -51,7 +52,7 @@ def at_depth(c: Candidate, depth: int, vdev: VDevice) -> Candidate | None:
 def variants(result, vdev):
     """The model's pick, then the same plan at each depth (a plan already timed under another name is timed once),
     and the best-priced warp-specialized 128x128x64 plan 6 deep."""
-    square = next((c for c in result.ranked if c.plan.style.value == "warp_specialized"
+    square = next((c for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED
                    and (c.plan.tile["block_M"], c.plan.tile["block_N"], c.plan.tile["block_K"]) == (128, 128, 64)),
                   None)
     return {"pick": result.best, **{f"d{d}": at_depth(result.best, d, vdev) for d in DEPTHS},
