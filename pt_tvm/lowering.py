@@ -15,7 +15,7 @@ from .hw import SEUKind, VDevice
 from .plan import ExecutionPlan, Style
 
 __all__ = ["base_stage", "NAMED_BARRIERS", "MAX_HANDOFF_WARPGROUPS", "handoff_barriers", "wgmma_waits",
-           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP", "wgmma_columns"]
+           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP", "wgmma_columns", "reuses_dead_shared"]
 
 FULL_ROW_POLICY = "1"  # tl GemmWarpPolicy.FullRow, as extraction records a gemm's policy
 UNROLL_LOOP = "tl.UnrollLoop"  # TVM's loop-unrolling pass config (not among TileLang's PassConfigKey)
@@ -85,9 +85,22 @@ def wgmma_waits(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[int, 
     return out
 
 
+def reuses_dead_shared(plan: ExecutionPlan) -> bool:
+    """Whether the plan's kernel lets shared buffers whose live ranges do not overlap share bytes (an
+    epilogue's staging tile over the loop's stages). TileLang's merge does so for software pipelines; a
+    warp-specialized kernel is lowered with its aggressive merge (:func:`emission_configs`) unless it is
+    persistent, where the producer fills the next tile's stages while the consumers' epilogue runs."""
+    return plan.style == Style.SOFTWARE_PIPELINE or not plan.persistent
+
+
 def emission_configs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, Any]:
     """TileLang pass configs the plan's kernel must be lowered with.
 
+    * a non-persistent warp-specialized plan merges shared memory aggressively
+      (``tl.enable_aggressive_shared_memory_merge``): TileLang's default merge keeps every
+      buffer of a warp-specialized kernel apart, this one follows live ranges, and its
+      ThreadSync sees the merged buffer, so the epilogue's first write to a reused byte waits
+      for the consumers' last reads of the stages;
     * a software-pipelined plan on a chip where TileLang warp-specializes by default turns
       that off (``tl.disable_warp_specialized``): loads become cp.async, all warps compute;
     * a cp.async pipeline over a run-time trip count (causal loops) needs its epilogue's
@@ -95,6 +108,8 @@ def emission_configs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> d
     """
     out: dict[str, Any] = {}
     if plan.style != Style.SOFTWARE_PIPELINE:
+        if reuses_dead_shared(plan):
+            out[PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE.value] = True
         return out
     if "warp_specialization" in vdev.features:
         out[PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value] = True

@@ -11,7 +11,7 @@ import math
 
 from .graph import BLOCK_SYNC, DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
-from .lowering import FULL_ROW_POLICY, MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS
+from .lowering import FULL_ROW_POLICY, MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, reuses_dead_shared
 from .plan import (
     ExecutionPlan,
     PlanError,
@@ -352,13 +352,13 @@ _REG_OVERHEAD = 40  # addresses, loop state, wgmma descriptors, temporaries (fit
 def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
     """Shared memory the plan allocates: shared buffers times their versions, plus mbarriers.
 
-    Software-pipelined kernels go through TileLang's shared-memory merging, which lets
-    buffers whose live ranges do not overlap share bytes (e.g. an epilogue staging tile
-    and the loop's input tiles); warp-specialized kernels keep every buffer apart.
+    Where the kernel reuses dead bytes (:func:`pt_tvm.lowering.reuses_dead_shared`), buffers
+    whose live ranges do not overlap share them (e.g. an epilogue staging tile and the loop's
+    input tiles); a persistent warp-specialized kernel keeps every buffer apart.
     """
     sizes = {name: (b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared"}
     barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
-    if plan.style == Style.WARP_SPECIALIZED:
+    if not reuses_dead_shared(plan):
         return sum(sizes.values()) + barriers
     points = [(t.placement, t.index) for t in graph.stasks if t.placement != Placement.LOOP]
     points.append((Placement.LOOP, 0))

@@ -109,6 +109,35 @@ def test_searched_plan(name: str, params: dict) -> None:
     _check(f"searched_{name}_{result.best.note}", template, kernel, problem)
 
 
+REUSED = [
+    ("gemm", dict(M=777, N=4096, K=4096, trans_B=True)),
+    ("gemm", dict(M=1000, N=1000, K=1000, dtype="bfloat16")),
+    ("gemm_rowsum", dict(GEMM)),
+    ("gemm_swiglu", dict(M=777, N=1000, K=1024)),
+    ("gemm_swiglu", dict(M=777, N=14336, K=4096)),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, params", REUSED, ids=[f"{n}-{i}" for i, (n, _) in enumerate(REUSED)])
+def test_epilogue_tile_over_the_stages(name: str, params: dict) -> None:
+    """The best-priced warp-specialized plan whose buffers fit only with the epilogue's tile laid over the
+    loop's stages (TileLang's aggressive merge; 128x256 tiles 4 deep): the epilogue waits for the last
+    reads of the stages, on every output, ragged tiles included."""
+    from pt_tvm.compiler import planned_func, schedule_template
+    from pt_tvm.plan import Style
+
+    vdev = hw.from_device()
+    result, problem, _ = schedule_template(name, vdev, params=params)
+    apart = lambda c: sum((b.nbytes or 0) * c.plan.versions(n)  # noqa: E731
+                          for n, b in c.graph.buffers.items() if b.scope == "shared")
+    reused = next(c for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED and not c.plan.persistent
+                  and apart(c) > vdev.eu.smem_per_block)
+    template = get(name)
+    kernel = template.compile(planned_func(name, problem, reused, vdev), vdev.tvm_target())
+    _check(f"reused_{name}_{reused.note}", template, kernel, problem)
+
+
 @pytest.mark.gpu
 def test_measured_refinement_checks_every_output() -> None:
     """pt_tvm.tune's check of its candidates covers gemm_rowsum's row sums: its pick passes on both; the
