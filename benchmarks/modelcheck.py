@@ -109,7 +109,8 @@ def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
         estimates = [cost.estimate(p, g, vdev, calibration) for p, g, _ in samples]
         predicted = tuple(e.seconds * 1e3 for e in estimates)
         measured = tuple(s * 1e3 for _, _, s in samples)
-        pick = min(range(len(samples)), key=lambda i: rank_key(estimates[i], samples[i][0]))  # ties as the search
+        fastest = min(e.seconds for e in estimates)  # ties as the search counts them
+        pick = min(range(len(samples)), key=lambda i: rank_key(estimates[i], samples[i][0], fastest=fastest))
         rho = spearman(predicted, measured) if len(samples) >= MIN_PLANS else None
         out.append(ConfigCheck(row["kernel"], dict(row["config"]), len(samples), measured[pick] / min(measured),
                                rho, predicted, measured))

@@ -299,11 +299,16 @@ def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[
     return out
 
 
-# Cycles a global TMA load of an L2-bound loop (:func:`l2_bound`) waits in L2's queues beyond its unloaded latency:
-# every SM keeps L2 saturated, so a deeper pipeline, not a faster one, keeps the tensor cores fed. Fitted on
-# one H100 (benchmarks/results/2026-11-26-h100-depth): the LLaMA layer's GEMMs at 512 tokens ran 1.17-1.28x
-# faster 4-6 deep than 3 deep (cuBLAS keeps 5-6 stages there), which an unloaded latency prices alike.
-TMA_QUEUE_CYCLES = 1000.0
+# Cycles from issue to arrival of a global TMA load of an L2-bound loop (:func:`l2_bound`), at the least: every SM
+# keeps L2 saturated and a request waits its turn in L2's queues, so a tile arrives about this long after it is
+# issued whatever its size (its bytes stream while it waits), and a deeper pipeline, not a faster one, keeps the
+# tensor cores fed. Fitted on one H100: the LLaMA layer's GEMMs at 512 tokens ran 1.17-1.28x faster 4-6 deep
+# than 3 deep with 128x128x64 tiles (32 KB a step; benchmarks/results/2026-11-26-h100-depth), while 128x256x64
+# tiles (48 KB a step) ran as fast or faster 3 deep than 4 (2026-11-26-h100-depth-alias): both keep about 96 KB
+# in flight at their best depth. 1850 (of 1500-2800) ranks the recorded GEMM runs best: 128x128 tiles 3 deep
+# priced 1.07x slower than 4, 128x256 tiles alike at 3 and 4 (a tie the search breaks toward the shallower,
+# :func:`pt_tvm.search.rank_key`).
+TMA_LOADED_CYCLES = 1850.0
 
 
 def l2_bound(graph: STaskGraph, vdev: VDevice) -> bool:
@@ -357,7 +362,7 @@ class _Timeline(Simulation):
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
         self.wgmma = wgmma_factor(plan, graph, vdev)
-        self.queued = TMA_QUEUE_CYCLES if l2_bound(graph, vdev) else 0.0
+        self.loaded = TMA_LOADED_CYCLES if l2_bound(graph, vdev) else 0.0
 
     def sync_delay(self, stream: Stream, a: Append) -> float:
         return self.sync_cost.get((stream.role, a.stask), 0.0)
@@ -370,7 +375,7 @@ class _Timeline(Simulation):
             work, latency = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
             work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
             if a.seu == SEUKind.TMA and t.placement == Placement.LOOP and _global_load(t):
-                latency += self.queued
+                latency = max(latency, self.loaded - work * len(self.servers[a.seu]))
             cached = self.cycles[key] = (work, latency)
         work, latency = cached
         pool = self.servers[a.seu]

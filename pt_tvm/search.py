@@ -13,6 +13,7 @@ Deterministic for a given seed.
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import Counter
@@ -176,7 +177,7 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
                     consider(v, f"{c.note}, {label}" + (", every gemm in flight" if turns_added_waits else ""))
     # the best few plans with their output tiles walked in other orders, and persistently (inter-EU: the
     # order decides what L2 serves the tiles resident at once, which prices every plan of the graph alike)
-    for c in sorted(out, key=_rank)[:_WALK_VARIANTS]:
+    for c in ranked(out)[:_WALK_VARIANTS]:
         for v in tile_walks(c.plan, graph, vdev):
             note = c.note.split(", tiles in ")[0]
             consider(v, note + ("" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}")
@@ -184,27 +185,36 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     # on request, the best few with their gemm tiles split over the warpgroups by rows (the model prices both
     # splits alike: measurement decides)
     if space.row_split:
-        for c in sorted(out, key=_rank)[:_ROW_SPLIT_VARIANTS]:
+        for c in ranked(out)[:_ROW_SPLIT_VARIANTS]:
             v = row_split_variant(c.plan, graph, vdev)
             if v is not None:
                 consider(v, c.note + ", gemm rows split over warpgroups")
-    out.sort(key=_rank)
-    return out
+    return ranked(out)
 
 
-def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "") -> tuple:
-    """Fastest predicted first; among equals, the one moving less through DRAM (the safer margin where the
+def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float | None = None) -> tuple:
+    """Fastest predicted first (in steps of :data:`PRICE_TIE` from ``fastest``, the best price among the plans
+    ranked, where given); among equals, the one moving less through DRAM (the safer margin where the
     model's DRAM time is close to what binds), then, where DRAM binds, the deeper pipeline (more loads in
-    flight hide the DRAM latency that a throughput-bound price leaves out), then by note.
+    flight hide the DRAM latency that a throughput-bound price leaves out), elsewhere the shallower, then by note.
 
     Memory-bound Mamba2 plans tie exactly at every depth; by note alone the single-stage one came first and
     measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites). Where
-    compute binds the depth is left alone: a deeper tie of FlashAttention (d64) measured 1.09x slower."""
-    return (est.seconds, est.dram_bytes, -plan.num_stages if est.dram_bound else 0, note)
+    compute or L2 binds, deeper ties measured slower: FlashAttention at d64 1.09x, 128x256 GEMM tiles 4 deep
+    against 3 1.00-1.08x (benchmarks/results/2026-11-26-h100-depth-alias). Prices within PRICE_TIE of the
+    fastest are equal: the model resolves no finer (the fused SwiGLU's 4 stages were priced 0.02% ahead of its
+    3, which measured 5% faster)."""
+    price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
+    return (price, est.dram_bytes, -plan.num_stages if est.dram_bound else plan.num_stages, note)
 
 
-def _rank(c: Candidate) -> tuple:
-    return rank_key(c.estimate, c.plan, c.note)
+PRICE_TIE = 0.001  # relative difference under which two predicted times rank as equal
+
+
+def ranked(cands: Sequence[Candidate]) -> list[Candidate]:
+    """``cands`` best first (:func:`rank_key`, ties counted from the fastest of them)."""
+    fastest = min((c.seconds for c in cands), default=None)
+    return sorted(cands, key=lambda c: rank_key(c.estimate, c.plan, c.note, fastest))
 
 
 def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping[str, Any]], STaskGraph],
@@ -227,19 +237,19 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
     """
     t0 = time.perf_counter()
     stats: Counter = Counter()
-    ranked: list[Candidate] = []
+    found: list[Candidate] = []
     for i, graph in enumerate(graphs):
-        ranked += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration,
+        found += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration,
                                tile=tiles[i] if tiles else None, stats=stats)
-    ranked.sort(key=_rank)
+    best_first = ranked(found)
     rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
     if not stats["considered"]:
         raise NoValidPlan([Violation("space", f"{vdev.name} offers no emission style pt-tvm can plan for (its "
                                      f"features name neither warp_specialization nor software_pipeline)")])
-    if not ranked:
+    if not best_first:
         raise NoValidPlan([Violation(rule, f"{n} broke it") for rule, n in
                            sorted(rejected.items(), key=lambda kv: -kv[1])], stats["considered"])
-    return SearchResult(best=ranked[0], ranked=tuple(ranked), considered=stats["considered"], rejected=rejected,
+    return SearchResult(best=best_first[0], ranked=tuple(best_first), considered=stats["considered"], rejected=rejected,
                         seconds=time.perf_counter() - t0, flops=flops)
 
 

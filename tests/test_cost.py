@@ -254,13 +254,16 @@ def test_cost_model_ranks_recorded_h200_plans(h200_fa):
 
 def test_three_kv_stages_at_d128_are_rejected_for_shared_memory(h200_fa):
     """The measured kernel staged its output through its own O_shared tile (the template now reuses Q_shared):
-    with that 32 KB tile, Q + 3 x (K + V) + O is the 256 KB that failed to launch."""
+    with that 32 KB tile, Q + 3 x (K + V) + O is the 256 KB that failed to launch. It was lowered with every
+    buffer apart, as a persistent plan still is; a non-persistent one now lays O over the stages and fits."""
     vdev, g128, _ = h200_fa
     assert "O_shared" not in g128.buffers
     measured = replace(g128, buffers={**g128.buffers,
                                       "O_shared": BufferInfo("O_shared", (128, 128), "float16", "shared")})
     plan = warp_specialized(measured, vdev, consumer_wgs=2, depth=3, pipeline_stage={"V_shared": 1},
                             priority=Priority.PROGRAM)
+    assert not violations(plan, measured, vdev)
+    plan = replace(plan, persistent=True)
     assert [v.rule for v in violations(plan, measured, vdev)] == ["shared_memory"]
     assert shared_bytes(plan, measured) >= 256 * 1024
     # two stages of the same kernel fit, as measured (577 TFLOP/s)
@@ -330,10 +333,12 @@ def test_cp_async_copies_run_behind_their_warps(target):
 
 
 def test_l2_bound_gemm_loops_price_deeper_pipelines_faster(fa_h100):
-    """A GEMM main loop whose loads outlast its tensor-core work waits on L2's queues (cost.TMA_QUEUE_CYCLES):
+    """A GEMM main loop whose loads outlast its tensor-core work waits on L2's queues (cost.TMA_LOADED_CYCLES):
     the LLaMA layer's 512-token output projection ran 1.17x faster 5 deep than 3 deep on an H100
-    (benchmarks/results/2026-11-26-h100-depth), and the model prices it so. FlashAttention's loop (softmax on the
-    CUDA cores beside the tensor cores) is not priced as L2-bound, nor a GEMM on a chip without TMA."""
+    (benchmarks/results/2026-11-26-h100-depth), and the model prices it faster. 128x256 tiles keep as many
+    bytes in flight 3 deep and ran as fast as 4 deep (2026-11-26-h100-depth-alias): priced alike.
+    FlashAttention's loop (softmax on the CUDA cores beside the tensor cores) is not priced as L2-bound, nor a
+    GEMM on a chip without TMA."""
     vdev = hw.get("h100")
     graph = _graph("gemm", "h100", M=512, N=4096, K=4096, trans_B=True, block_M=128, block_N=128, block_K=64)
     assert cost.l2_bound(graph, vdev)
@@ -343,7 +348,11 @@ def test_l2_bound_gemm_loops_price_deeper_pipelines_faster(fa_h100):
                                 priority=Priority.PROGRAM)
         verify(plan, graph, vdev)
         times[depth] = cost.estimate(plan, graph, vdev).seconds
-    assert times[3] > 1.1 * times[4] and times[4] >= times[5]
+    assert times[3] > 1.05 * times[4] and times[4] >= times[5]
+    wide = _graph("gemm", "h100", M=777, N=4096, K=4096, trans_B=True, block_M=128, block_N=256, block_K=64)
+    three, four = (cost.estimate(warp_specialized(wide, vdev, consumer_wgs=2, depth=d, pipeline_stage={},
+                                                  priority=Priority.PROGRAM), wide, vdev).seconds for d in (3, 4))
+    assert three == pytest.approx(four, rel=1e-3)
     _, fa_graph, _, _ = fa_h100
     assert not cost.l2_bound(fa_graph, vdev)
     assert not cost.l2_bound(_graph("gemm", "a100", M=512, N=4096, K=4096, block_M=128, block_N=128, block_K=64),

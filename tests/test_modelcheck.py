@@ -137,7 +137,8 @@ def test_h100_one_commit_on_the_plans_the_search_offers(h100_one_commit):
     """The same run judged on the plans the current search still offers (``--offered``: since e952937 no
     software-pipelined plans at a tile's other thread counts). Mamba2 on all measured plans: first pick 45.9%
     (chunk_scan) and 36.5% (chunk_state) behind; on the offered ones 5.8% and 13.8%, Spearman 0.59 and 0.72.
-    The rest of chunk_state's gap: the model prices its 1-3 stage plans alike (DRAM-bound; NOTES-parity)."""
+    Since prices within ``search.PRICE_TIE`` of the fastest tie (the deepest DRAM-bound plan first): 5.8% and
+    7.3% on all, 5.8% and 0.6% on the offered, whose ranks stay the better."""
     vdev = hw.get("h100")
     mamba = [r for _, run in load_runs(H100_ONE_COMMIT) for r in run["rows"] if r["kernel"].startswith("chunk_")]
     kept = [offered(r, vdev) for r in mamba]
@@ -145,9 +146,9 @@ def test_h100_one_commit_on_the_plans_the_search_offers(h100_one_commit):
     assert sum(len(r["candidates"]) for r in kept) < sum(len(r["candidates"]) for r in mamba)
     by_kernel = {s.kernel: s for s in summarize(check_rows(mamba, vdev, offered_only=True))}
     every = {s.kernel: s for s in summarize(h100_one_commit)}
-    assert by_kernel["chunk_scan"].gap_geomean < 1.07 < every["chunk_scan"].gap_geomean
-    assert by_kernel["chunk_state"].gap_geomean < 1.15 < every["chunk_state"].gap_geomean
-    assert by_kernel["chunk_state"].spearman_mean > 0.68
+    assert by_kernel["chunk_scan"].gap_geomean < 1.07 and every["chunk_scan"].gap_geomean < 1.07
+    assert by_kernel["chunk_state"].gap_geomean < 1.02 < every["chunk_state"].gap_geomean < 1.10
+    assert by_kernel["chunk_state"].spearman_mean > 0.68 > every["chunk_state"].spearman_mean
 
 
 @pytest.mark.parametrize("kernel, configs, geomean, worst, rho_mean", [
