@@ -196,7 +196,8 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     """Fastest predicted first (in steps of :data:`PRICE_TIE` from ``fastest``, the best price among the plans
     ranked, where given); among equals, the one moving less through DRAM (the safer margin where the
     model's DRAM time is close to what binds), then, where DRAM binds, the deeper pipeline (more loads in
-    flight hide the DRAM latency that a throughput-bound price leaves out), elsewhere the shallower, then by note.
+    flight hide the DRAM latency that a throughput-bound price leaves out), elsewhere the shallower, then the
+    faster, then by note.
 
     Memory-bound Mamba2 plans tie exactly at every depth; by note alone the single-stage one came first and
     measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites). Where
@@ -205,7 +206,7 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     fastest are equal: the model resolves no finer (the fused SwiGLU's 4 stages were priced 0.02% ahead of its
     3, which measured 5% faster)."""
     price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
-    return (price, est.dram_bytes, -plan.num_stages if est.dram_bound else plan.num_stages, note)
+    return (price, est.dram_bytes, -plan.num_stages if est.dram_bound else plan.num_stages, est.seconds, note)
 
 
 PRICE_TIE = 0.001  # relative difference under which two predicted times rank as equal
