@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from pt_tvm import cost, hw, templates
-from pt_tvm.search import rank_key
+from pt_tvm.search import offers_depth, rank_key
 
 from .calibration import samples_from_run
 from .report import geomean
@@ -100,10 +100,12 @@ def offered(row: Mapping[str, Any], vdev: hw.VDevice) -> dict:
 def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
                calibration: cost.Calibration | None = None, offered_only: bool = False) -> list[ConfigCheck]:
     """A check per row with two or more measured pt-tvm candidates (with ``offered_only``, of those the current
-    search offers), priced on ``vdev``."""
+    search offers: their tile, and their depth where the loop is L2-bound), priced on ``vdev``."""
     out = []
     for row in rows:
         samples = samples_from_run({"rows": [offered(row, vdev) if offered_only else row]}, vdev)
+        if offered_only:
+            samples = [(p, g, s) for p, g, s in samples if offers_depth(g, vdev, p.num_stages)]
         if len(samples) < 2:
             continue
         estimates = [cost.estimate(p, g, vdev, calibration) for p, g, _ in samples]

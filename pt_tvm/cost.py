@@ -90,6 +90,7 @@ class Estimate:
     trace: tuple[Event, ...] = ()
     dram_bytes: float = 0.0  # what the kernel's copies move to or from DRAM, after reuse in L2
     dram_seconds: float = 0.0  # those bytes at the chip's DRAM bandwidth
+    l2_bound: bool = False  # the loop's loads outlast its tensor-core work at the EU's L2 share (:func:`l2_bound`)
 
     def bottleneck(self) -> str:
         return max(self.busy, key=self.busy.get) if self.busy else ""
@@ -306,8 +307,9 @@ def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[
 # than 3 deep with 128x128x64 tiles (32 KB a step; benchmarks/results/2026-11-26-h100-depth), while 128x256x64
 # tiles (48 KB a step) ran as fast or faster 3 deep than 4 (2026-11-26-h100-depth-alias): both keep about 96 KB
 # in flight at their best depth. 1850 (of 1500-2800) ranks the recorded GEMM runs best: 128x128 tiles 3 deep
-# priced 1.07x slower than 4, 128x256 tiles alike at 3 and 4 (a tie the search breaks toward the shallower,
-# :func:`pt_tvm.search.rank_key`).
+# priced 1.09x slower than 4 (measured 1.17-1.28x), 128x192 and 128x256 alike at 3 and 4 (the search breaks such
+# ties toward the deeper, :func:`pt_tvm.search.rank_key`); deeper than 128 KB in flight ran slower, which the
+# search leaves out (:attr:`pt_tvm.space.SearchSpace.l2_bound_inflight`).
 TMA_LOADED_CYCLES = 1850.0
 
 
@@ -452,6 +454,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         trace=tuple(sim.events or ()),
         dram_bytes=dram_bytes,
         dram_seconds=dram_bytes / vdev.dram_bandwidth,
+        l2_bound=sim.loaded > 0,
     )
 
 

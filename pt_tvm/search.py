@@ -31,6 +31,7 @@ from .space import (
     base_plans,
     handoff_variants,
     in_flight_variants,
+    is_load,
     overlapped,
     reordered,
     row_split_variant,
@@ -39,8 +40,8 @@ from .space import (
 )
 from .verify import violations
 
-__all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "search_graph", "search",
-           "search_tiles", "schedule_graph"]
+__all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "offers_depth", "ranked",
+           "search_graph", "search", "search_tiles", "schedule_graph"]
 
 
 class NoValidPlan(PlanError):
@@ -142,7 +143,8 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     # order, every configuration would price alike there and the best few would be picked blindly
     order = least_dram_order(graph, vdev, tile_orders(graph))
     if l2_bound(graph, vdev):
-        space = replace(space, depths=tuple(sorted({*space.depths, *space.l2_bound_depths})))
+        space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
+                                            if offers_depth(graph, vdev, d, space)))
     for plan, note in base_plans(graph, vdev, space, rng, tile or {}):
         if plan is not None:
             consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
@@ -192,21 +194,29 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     return ranked(out)
 
 
+def offers_depth(graph: STaskGraph, vdev: VDevice, depth: int, space: SearchSpace = SearchSpace()) -> bool:
+    """Whether the search tries ``depth`` stages for ``graph``'s loop: not where the loop is L2-bound and
+    ``depth - 1`` stages of its loads exceed :attr:`SearchSpace.l2_bound_inflight`."""
+    step = sum(t.bytes for t in graph.loop_stasks if is_load(t, graph))
+    return depth <= 2 or (depth - 1) * step <= space.l2_bound_inflight or not l2_bound(graph, vdev)
+
+
 def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float | None = None) -> tuple:
     """Fastest predicted first (in steps of :data:`PRICE_TIE` from ``fastest``, the best price among the plans
     ranked, where given); among equals, the one moving less through DRAM (the safer margin where the
-    model's DRAM time is close to what binds), then, where DRAM binds, the deeper pipeline (more loads in
-    flight hide the DRAM latency that a throughput-bound price leaves out), elsewhere the shallower, then the
+    model's DRAM time is close to what binds), then, where DRAM or L2 binds, the deeper pipeline (more loads in
+    flight hide the latency that a throughput-bound price leaves out), elsewhere the shallower, then the
     faster, then by note.
 
     Memory-bound Mamba2 plans tie exactly at every depth; by note alone the single-stage one came first and
-    measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites). Where
-    compute or L2 binds, deeper ties measured slower: FlashAttention at d64 1.09x, 128x256 GEMM tiles 4 deep
-    against 3 1.00-1.08x (benchmarks/results/2026-11-26-h100-depth-alias). Prices within PRICE_TIE of the
-    fastest are equal: the model resolves no finer (the fused SwiGLU's 4 stages were priced 0.02% ahead of its
-    3, which measured 5% faster)."""
+    measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites); so did
+    the L2-bound GEMMs' shallower ties (128x128 tiles 4 deep against 5, 1.05x; the search caps their depth by the
+    bytes in flight, :attr:`SearchSpace.l2_bound_inflight`). Where compute binds, a deeper tie of FlashAttention
+    (d64) measured 1.09x slower. Prices within PRICE_TIE of the fastest are equal: the model resolves no finer
+    (the fused SwiGLU's 4 stages were priced 0.02% ahead of its 3, which measured 5% faster)."""
     price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
-    return (price, est.dram_bytes, -plan.num_stages if est.dram_bound else plan.num_stages, est.seconds, note)
+    deeper = est.dram_bound or est.l2_bound
+    return (price, est.dram_bytes, -plan.num_stages if deeper else plan.num_stages, est.seconds, note)
 
 
 PRICE_TIE = 0.001  # relative difference under which two predicted times rank as equal

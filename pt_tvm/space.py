@@ -56,9 +56,13 @@ class SearchSpace:
     consumer_wgs: tuple[int, ...] = (1, 2)
     depths: tuple[int, ...] = (1, 2, 3, 4)
     # warp-specialized depths added where the loop is L2-bound (pt_tvm.cost.l2_bound): there a load waits in
-    # L2's queues and the LLaMA layer's GEMMs ran 1.2-1.3x faster 4-6 deep than 3 (cost.TMA_QUEUE_CYCLES);
+    # L2's queues and the LLaMA layer's GEMMs ran 1.2-1.3x faster 4-6 deep than 3 (cost.TMA_LOADED_CYCLES);
     # elsewhere the model prices them as the shallower ones, and they would cost FlashAttention's search 20%
     l2_bound_depths: tuple[int, ...] = (5, 6)
+    # where the loop is L2-bound, no depth keeps more loads than this in flight (depth - 1 stages): on one H100
+    # 144-160 KB ran 1-8% slower than 96-128 KB (128x256 tiles 4 deep, 128x128 6 deep; 128x192 5 deep alike;
+    # benchmarks/results/2026-11-26-h100-depth-alias), which the model does not price
+    l2_bound_inflight: int = 128 * 1024
     max_stage: int = 1
     random_orders: int = 4
     row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
