@@ -222,7 +222,8 @@ def _swiglu_flops(problem: Mapping[str, Any]) -> float:
 
 _PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16", "trans_B": False}
 _TILE = {"block_M": 128, "block_N": 128, "block_K": 64, "threads": 128}
-_TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 192, 256), "block_K": (32, 64), "threads": (128, 256)}
+_TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 160, 192, 224, 256), "block_K": (32, 64),
+               "threads": (128, 256)}
 
 GEMM = Template(
     name="gemm",
