@@ -86,6 +86,7 @@ SEARCHED = [
     ("gemm", dict(GEMM, dtype="bfloat16")),
     ("gemm_rowsum", dict(GEMM)),
     ("gemm", dict(M=777, N=6144, K=4096, trans_B=True)),
+    ("gemm", dict(M=2500, N=4096, K=4096, trans_B=True)),  # 128x224 tiles, 3 full waves
     ("gemm_swiglu", dict(M=777, N=1000, K=1024)),
     ("flash_attention", dict(FA)),
     ("flash_attention", dict(FA, causal=True, kv_heads=2)),
