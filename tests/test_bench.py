@@ -638,11 +638,11 @@ def test_tilelang_peers_take_tilelang_s_own_knobs():
 
     gemm = get("gemm")
     problem = dict(gemm.problem, dtype="float16")  # a whole problem, as the suite resolves it
-    # 3 x 4 block sizes (256x192 and 256x256 refused: more than 128x256 accumulators) x 2 block_K x 2 thread counts
-    assert len(autotune_configs(gemm, {**problem, "M": 4096, "N": 4096, "K": 4096})) == 40 * len(AUTOTUNE_NUM_STAGES)
+    # 3 x 6 block sizes (256 x 160-256 refused: more than 128x256 accumulators) x 2 block_K x 2 thread counts
+    assert len(autotune_configs(gemm, {**problem, "M": 4096, "N": 4096, "K": 4096})) == 56 * len(AUTOTUNE_NUM_STAGES)
     small = autotune_configs(gemm, {**problem, "M": 192, "N": 192, "K": 192}, stages=(2,))
     assert {(c["block_M"], c["block_N"], c["block_K"]) for c in small} == {
-        (m, n, k) for m in (64, 128) for n in (64, 128, 192) for k in (32, 64)} and len(small) == 24
+        (m, n, k) for m in (64, 128) for n in (64, 128, 160, 192) for k in (32, 64)} and len(small) == 32
     tiny = autotune_configs(gemm, {**problem, "M": 64, "N": 64, "K": 64}, stages=(2,))
     assert {(c["block_M"], c["block_N"]) for c in tiny} == {(64, 64)} and len(tiny) == 4
     ws = role_based_ws_configs(get("flash_attention"))
