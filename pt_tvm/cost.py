@@ -364,7 +364,8 @@ class _Timeline(Simulation):
         self.tc_issue = eu.seu(SEUKind.TENSOR_CORE).issue
         self.sync_cost = _sync_costs(plan, graph)
         self.wgmma = wgmma_factor(plan, graph, vdev)
-        self.loaded = TMA_LOADED_CYCLES if l2_bound(graph, vdev) else 0.0
+        self.l2_bound = l2_bound(graph, vdev)
+        self.loaded = TMA_LOADED_CYCLES if self.l2_bound else 0.0
 
     def sync_delay(self, stream: Stream, a: Append) -> float:
         return self.sync_cost.get((stream.role, a.stask), 0.0)
@@ -454,7 +455,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         trace=tuple(sim.events or ()),
         dram_bytes=dram_bytes,
         dram_seconds=dram_bytes / vdev.dram_bandwidth,
-        l2_bound=sim.loaded > 0,
+        l2_bound=sim.l2_bound,
     )
 
 

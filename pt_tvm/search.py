@@ -251,7 +251,7 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
     found: list[Candidate] = []
     for i, graph in enumerate(graphs):
         found += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration,
-                               tile=tiles[i] if tiles else None, stats=stats)
+                              tile=tiles[i] if tiles else None, stats=stats)
     best_first = ranked(found)
     rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
     if not stats["considered"]:
