@@ -47,7 +47,7 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, 
     runs = [load_run(p, need_rows=False) for p in paths]
     heads = [r["header"] for r in runs]
     for key in ("device", "git_commit", "tilelang", "torch", "dry_run"):
-        values = {str(h.get(key)) for h in heads}
+        values = {str(h.get(key))[:7] if key == "git_commit" else str(h.get(key)) for h in heads}  # hash or abbrev.
         if len(values) > 1:
             raise ValueError(f"runs differ in {key} ({', '.join(sorted(values))}): merge only shards of one run")
     rows, seen = [], set()

@@ -431,6 +431,23 @@ def test_merge_refuses_mixed_devices_and_duplicates(tmp_path, capsys):
     assert not (tmp_path / "m.json").exists()
 
 
+def test_merge_takes_a_commit_and_its_abbreviation_as_one(tmp_path, capsys):
+    """A part run with ``PT_TVM_GIT_COMMIT`` set to a short hash and one that recorded ``git rev-parse HEAD``
+    are one commit; two commits are still two runs."""
+    a, b, _ = _shard_runs(tmp_path)
+    full, short = "5babecabc71efe477f07d6d8716094dbaceae454", "5babeca"
+    for path, commit in ((a, full), (b, short)):
+        run = _load(path)
+        run["header"]["git_commit"] = commit
+        _write(tmp_path / path.split("/")[-1], run)
+    assert bench_cli.main(["merge", a, b, "--out", str(tmp_path / "m.json")]) == 0
+    run = _load(b)
+    run["header"]["git_commit"] = "e897763"
+    _write(tmp_path / b.split("/")[-1], run)
+    assert bench_cli.main(["merge", a, b, "--out", str(tmp_path / "n.json")]) == 2
+    assert "differ in git_commit" in capsys.readouterr().err
+
+
 def test_precompile_jobs_are_the_plans_tuning_measures():
     """The suite's precompile compiles exactly the plans tune_template will load (same search, same picks),
     and hands the search over small enough to send between processes."""
