@@ -28,10 +28,11 @@ from pt_tvm.errors import PtTvmError
 from pt_tvm.graph import Placement, STaskGraph
 from pt_tvm.lowering import base_stage, emission_configs, handoff_barriers, wgmma_waits
 from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style
+from pt_tvm.stream_k import FIXUP_NAMESPACE, Split, accumulator, fixup_source
 from pt_tvm.verify import verify
 
 from .extract import graph_for
-from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, top_level
+from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, text, top_level
 
 __all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
 
@@ -43,6 +44,8 @@ _STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted nee
 _BARRIERS = "pt_tvm.named_barriers"  # PrimFunc attribute: the named-barrier ids the plan's handoffs take (JSON)
 _GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
 _POLICY = 5  # a gemm tile op's scalars after its regions: trans_A, trans_B, M, N, K, policy, ...
+_IMPORT_SOURCE = "pragma_import_c"  # root-block annotation: CUDA source put before the kernel (T.import_source)
+_SK_FIXUP, _SK_EPILOGUE = "stream_k_fixup", "stream_k_epilogue"  # ws_op ids of a stream-K segment's end
 
 
 class ScheduleMismatch(PtTvmError, ValueError):
@@ -62,7 +65,7 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
                                f"{sorted(planned ^ actual)} are in one but not the other")
     verify(plan, graph, vdev)
     block = find_root_block(func, graph.name)
-    walk = _TileWalk(plan, launch_info(func, block)[0], vdev)
+    walk = _TileWalk(plan, launch_info(func, block)[0], vdev, graph)
     if plan.style == Style.WARP_SPECIALIZED:
         new_block = _warp_specialize(block, plan, graph, vdev, walk)
     else:
@@ -262,7 +265,8 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
     later = wgmma_waits(plan, graph)
     waits = {gemm: _wgmma_wait(later.get(gemm, ()), loop.loop_var) for gemm in plan.in_flight()}
     pro, body, epi = (_stamp_all(part, stamped, waits) for part in (pro, body, epi))
-    epi = [*(_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)), *epi]
+    drains = [_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)]
+    epi = [*drains, *(walk.finish(epi, plan, graph, block) if plan.stream_k else epi)]
     barriers = handoff_barriers(plan, vdev)
     once = []  # a persistent kernel opens the first turns once, before its first tile
     for h in plan.handoffs:
@@ -282,6 +286,8 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
     )
     ann = dict(block.annotations)
     ann[_WS_SCHEDULE] = schedule
+    if plan.stream_k:
+        ann[_IMPORT_SOURCE] = walk.fixup_source(plan, graph)
     return _with_body(block, _seq([*once, *walk.tiles([*pro, new_loop, *epi])]), ann)
 
 
@@ -341,6 +347,12 @@ def _tile_scopes(plan: ExecutionPlan, graph: STaskGraph) -> list:
     root that opens the first turns and runs it."""
     if not plan.persistent:
         return [T.WSScope(T.WSScope.ROOT, _root_bodies(plan, graph, inits=True))]
+    if plan.stream_k:  # the accumulator's role finishes each segment with the partial sums' fixup
+        bodies = _root_bodies(plan, graph, inits=False)
+        owner = plan.append_of(accumulator(graph)[0]).role
+        epilogue = {a.stask for a in plan.program(owner, graph, Placement.EPILOGUE)}
+        bodies[owner] = [e for e in bodies[owner] if e not in epilogue] + [_SK_FIXUP, _SK_EPILOGUE]
+        return [T.WSScope(TILES_ID, bodies), T.WSScope(T.WSScope.ROOT, {r.name: [TILES_ID] for r in plan.roles})]
     inits = {h.role: [_turn_ids(h)[0]] for h in plan.handoffs}
     return [T.WSScope(TILES_ID, _root_bodies(plan, graph, inits=False)),
             T.WSScope(T.WSScope.ROOT, {r.name: [*inits.get(r.name, ()), TILES_ID] for r in plan.roles})]
@@ -375,11 +387,17 @@ class _TileWalk:
     launch indices of the tile a block computes become expressions of its own; a persistent plan launches
     one block per EU and loops over the tiles, ``tile = step * blocks + block``, guarded past the last."""
 
-    def __init__(self, plan: ExecutionPlan, launch: Mapping[str, tuple], vdev: Any) -> None:
+    def __init__(self, plan: ExecutionPlan, launch: Mapping[str, tuple], vdev: Any, graph: STaskGraph) -> None:
         self.plan = plan
         self.vars = [var for var, _ in launch.values()]
         self.extents = [ext for _, ext in launch.values()]
         self.workers = vdev.num_eus
+        self.warp = vdev.eu.warp_size
+        self.loop_id = graph.loop.id
+        if plan.stream_k:  # the segment a block runs: its tile and k-range, bound per step of the walk
+            self.split = Split(math.prod(self.extents), int(graph.loop.trip_count), self.workers)
+            self.segment = tuple(tirx.Var(n, "int32") for n in ("tile", "k_begin", "k_end"))
+            self.worker = tirx.Var("worker", "int32")  # the block (blockIdx.x), which the walk does not rebind
 
     def tiles(self, stmts: list[tirx.Stmt]) -> list[tirx.Stmt]:
         """The root block's statements, computing the tile in the plan's order first."""
@@ -392,6 +410,8 @@ class _TileWalk:
             cx, cy = order.coords(x + y * gx if y is not None else x, gx, gy, _select)
             binds, subst = self._bind({x: cx, y: cy})
             return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
+        if self.plan.stream_k:
+            return self._segments(stmts, gx, gy, x, y, z)
         step, tile = tirx.Var("tile_step", "int32"), tirx.Var("tile", "int32")
         total = math.prod(self.extents)
         cx, cy = order.coords(tile % (gx * gy) if z is not None else tile, gx, gy, _select)
@@ -403,6 +423,56 @@ class _TileWalk:
         return [tirx.For(step, 0, waves, tirx.ForKind.SERIAL,
                          _seq([tirx.Bind(tile, step * self.workers + x), *binds, body]),
                          annotations={WS_OP_ID: TILES_ID})]
+
+    def _segments(self, stmts: list[tirx.Stmt], gx: int, gy: int, x: Any, y: Any, z: Any) -> list[tirx.Stmt]:
+        """Stream-K: each block walks its segments; a segment binds its tile and k-range, runs the loop over that
+        range only (``k`` offset by the range's start) and is skipped past the block's range."""
+        step = tirx.Var("segment", "int32")
+        tile, k0, k1 = self.segment
+        t, lo, hi = self.split.segment(tirx.Cast("int64", x), tirx.Cast("int64", step), tirx.max, tirx.min)
+        cx, cy = self.plan.tile_order.coords(tile % (gx * gy) if z is not None else tile, gx, gy, _select)
+        binds, subst = self._bind({x: cx, y: cy, z: tile // (gx * gy) if z is not None else None})
+        body = [self._k_range(tirx.stmt_functor.substitute(s, subst), k0, k1) for s in stmts]
+        walk = [tirx.Bind(self.worker, x), tirx.Bind(tile, tirx.Cast("int32", t)),
+                tirx.Bind(k0, tirx.Cast("int32", lo)), tirx.Bind(k1, tirx.Cast("int32", hi)), *binds,
+                tirx.IfThenElse(k0 < k1, _seq(body), None)]
+        return [tirx.For(step, 0, self.split.segments, tirx.ForKind.SERIAL, _seq(walk),
+                         annotations={WS_OP_ID: TILES_ID})]
+
+    def _k_range(self, stmt: tirx.Stmt, k0: Any, k1: Any) -> tirx.Stmt:
+        """``stmt``, the pipelined loop in it running ``k`` over ``[k0, k1)`` instead of its whole range."""
+        def visit(n: tirx.For) -> tirx.Stmt | None:
+            if text(n.annotations.get(WS_OP_ID, "")) != self.loop_id:
+                return None
+            body = tirx.stmt_functor.substitute(n.body, {n.loop_var: n.loop_var + k0})
+            return tirx.For(n.loop_var, 0, k1 - k0, n.kind, body, n.thread_binding, n.annotations, n.step)
+
+        return tirx.stmt_functor.ir_transform(stmt, None, visit, ["tirx.For"])
+
+    def finish(self, epi: list[tirx.Stmt], plan: ExecutionPlan, graph: STaskGraph,
+               block: tirx.SBlock) -> list[tirx.Stmt]:
+        """A stream-K segment's end: a tile's later segment publishes its partial sums; its first adds those of
+        the blocks after it that share the tile, then runs the epilogue (which only a tile's first segment
+        runs)."""
+        _, acc = accumulator(graph)
+        data = next(b for b in block.alloc_buffers if b.name == acc).data
+        tile, k0, k1 = self.segment
+        worker = self.worker
+        other = tirx.Var("contributor", "int32")
+        last = tirx.Cast("int32", self.split.last_contributor(tirx.Cast("int64", tile)))
+        publish = tirx.Evaluate(tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::publish", data, worker))
+        add = tirx.For(other, 0, last - worker, tirx.ForKind.SERIAL, tirx.Evaluate(
+            tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::accumulate", data, worker + 1 + other)))
+        fixup = tirx.IfThenElse(k0 > 0, publish, tirx.IfThenElse(k1 < self.split.n, add, None))
+        return [_op(_SK_FIXUP, fixup), _op(_SK_EPILOGUE, tirx.IfThenElse(k0 == 0, _seq(epi), None))]
+
+    def fixup_source(self, plan: ExecutionPlan, graph: STaskGraph) -> str:
+        """The CUDA of :func:`pt_tvm.stream_k.fixup_source` for the accumulator's role."""
+        gemm, acc = accumulator(graph)
+        role = plan.role(plan.append_of(gemm).role)
+        threads = (role.warp_hi - role.warp_lo) * self.warp
+        elems = math.prod(graph.buffers[acc].shape)
+        return fixup_source(self.split, elems // threads, role.warp_lo * self.warp, threads)
 
     @staticmethod
     def _bind(values: Mapping[Any, Any]) -> tuple[list[tirx.Stmt], dict]:

@@ -37,6 +37,7 @@ from .hw import SEUKind, VDevice
 from .lowering import FULL_ROW_POLICY, wgmma_columns
 from .plan import Append, ExecutionPlan, Style, TileOrder
 from .simulate import Simulation, Stream
+from .stream_k import Split, accumulator
 from .verify import gemm_warpgroups, register_estimate, shared_bytes
 
 __all__ = ["Calibration", "Estimate", "Event", "estimate", "sTask_cycles", "copy_rates", "dram_reuse",
@@ -443,6 +444,12 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
         fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
         hidden = (waves - 1) * max(0.0, min(fill, epilogue))
+    if plan.stream_k:  # the busiest block's iterations and segments, one partial sum published and one added
+        split = Split(blocks, int(graph.loop.trip_count), vdev.num_eus)
+        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
+        wave_cycles, waves = (fill + split.iterations * per_iter + split.segments * epilogue
+                              + 2 * stream_k_fixup_cycles(graph, vdev)), 1
+        hidden = (split.segments - 1) * max(0.0, min(fill, epilogue))
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
@@ -457,6 +464,14 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         dram_seconds=dram_bytes / vdev.dram_bandwidth,
         l2_bound=sim.l2_bound,
     )
+
+
+def stream_k_fixup_cycles(graph: STaskGraph, vdev: VDevice) -> float:
+    """Cycles one block takes to publish (or to read back) a stream-K partial sum: the fp32 accumulator through
+    its share of L2, after a load's unloaded latency."""
+    acc = graph.buffers[accumulator(graph)[1]]
+    share = vdev.l2_bandwidth / (vdev.num_eus * vdev.clock_ghz * 1e9)
+    return acc.nbytes / share + vdev.eu.seu(SEUKind.TMA).latency
 
 
 # Fraction of a co-resident block's time hidden under the other blocks of its SM. With 1.0 (perfect

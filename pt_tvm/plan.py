@@ -206,6 +206,10 @@ class ExecutionPlan:
         CUTLASS's cooperative kernel does): each issues ``m64nN`` wgmmas over the tile's full width, where the
         template's policy may split the width (a 128x256 tile: one ``m64n256k16`` per k16 instead of two
         ``m64n128k16`` rereading B).
+    stream_k : bool
+        A persistent plan's blocks share out the tiles' k-iterations evenly instead of whole tiles
+        (:mod:`pt_tvm.stream_k`): a tile split between blocks is finished by the block holding its first
+        iterations, which adds the others' fp32 partial sums. For grids that leave the last wave part empty.
     """
 
     graph: str
@@ -219,6 +223,7 @@ class ExecutionPlan:
     tile_order: TileOrder = TileOrder()
     persistent: bool = False
     row_split: bool = False
+    stream_k: bool = False
 
     # ------------------------------------------------------------ views
     @functools.cached_property
@@ -297,7 +302,7 @@ class ExecutionPlan:
              "pipelines": [{**asdict(p), "buffers": list(p.buffers)} for p in self.pipelines],
              "num_stages": self.num_stages, "tile": dict(self.tile),
              "tile_order": asdict(self.tile_order), "persistent": self.persistent,
-             "row_split": self.row_split}
+             "row_split": self.row_split, "stream_k": self.stream_k}
         return json.loads(json.dumps(d, default=lambda o: o.value))
 
     def to_json(self) -> str:
@@ -318,7 +323,7 @@ class ExecutionPlan:
                        pipelines=tuple(Pipeline(**{**p, "buffers": tuple(p["buffers"])}) for p in d["pipelines"]),
                        num_stages=int(d["num_stages"]), tile=dict(d.get("tile", {})),
                        tile_order=TileOrder(**d.get("tile_order", {})), persistent=bool(d.get("persistent", False)),
-                       row_split=bool(d.get("row_split", False)))
+                       row_split=bool(d.get("row_split", False)), stream_k=bool(d.get("stream_k", False)))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError([Violation("format", f"corrupt plan: {type(e).__name__}: {e}")]) from None
 
@@ -334,7 +339,7 @@ class ExecutionPlan:
         lines = [f"plan for {self.graph} on {self.target}: {self.style.value}, {self.num_warps} warps, "
                  f"num_stages={self.num_stages}" + (f", tile {dict(self.tile)}" if self.tile else "")
                  + ("" if self.tile_order.is_launch_order else f", tiles in {self.tile_order.describe()}")
-                 + (", persistent" if self.persistent else "")
+                 + (", persistent" if self.persistent else "") + (", stream-K" if self.stream_k else "")
                  + (", gemm rows split over warpgroups" if self.row_split else "")]
         for r in self.roles:
             lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})"

@@ -35,6 +35,7 @@ from .space import (
     overlapped,
     reordered,
     row_split_variant,
+    stream_k_walks,
     tile_orders,
     tile_walks,
 )
@@ -126,7 +127,8 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
 
     def consider(plan: ExecutionPlan, note: str) -> bool:
         """Price the plan if it is new and valid; whether it was."""
-        key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent, plan.row_split)
+        key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent, plan.row_split,
+               plan.stream_k)
         if key in seen:
             return False
         seen.add(key)
@@ -184,6 +186,13 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             note = c.note.split(", tiles in ")[0]
             consider(v, note + ("" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}")
                      + (", persistent" if v.persistent else ""))
+    # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the
+    # iterations of the busiest block, its segments' epilogues and one partial sum published and one added)
+    if space.stream_k:
+        for c in [c for c in ranked(out) if stream_k_walks(c.plan, graph, vdev)][:_WALK_VARIANTS]:
+            for v in stream_k_walks(c.plan, graph, vdev):
+                consider(v, c.note.split(", tiles in ")[0] + ("" if v.tile_order.is_launch_order else
+                                                              f", tiles in {v.tile_order.describe()}") + ", stream-K")
     # on request, the best few with their gemm tiles split over the warpgroups by rows (the model prices both
     # splits alike: measurement decides)
     if space.row_split:

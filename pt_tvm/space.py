@@ -66,6 +66,7 @@ class SearchSpace:
     max_stage: int = 1
     random_orders: int = 4
     row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
+    stream_k: bool = False  # also try the best unskewed warp-specialized plans as stream-K splits
 
 
 class Priority(str, enum.Enum):
@@ -344,6 +345,19 @@ def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Ex
             and not plan.handoffs and all(p.scope == "loop" for p in plan.pipelines):
         out += [replace(plan, tile_order=o, persistent=True) for o in orders]
     return [p for p in out if p != plan]
+
+
+def stream_k_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
+    """The warp-specialized plan walked persistently with its tiles' k-iterations shared out evenly over the EUs
+    (stream-K, :mod:`pt_tvm.stream_k`), in each tile order, where whole tiles would leave the last wave part
+    empty; none where the loop runs skewed (stage offsets, wgmma in flight, turns: a segment may be one
+    iteration long) or the grid's size is symbolic."""
+    blocks = graph.grid_blocks()
+    if plan.style != Style.WARP_SPECIALIZED or blocks is None or graph.symbols or blocks % vdev.num_eus == 0 \
+            or plan.handoffs or plan.in_flight() or any(p.scope != "loop" for p in plan.pipelines) \
+            or len({a.stage for a in plan.appends}) > 1:
+        return []
+    return [replace(plan, tile_order=o, persistent=True, stream_k=True) for o in tile_orders(graph)]
 
 
 def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:

@@ -22,6 +22,7 @@ from .plan import (
     in_flight_clash,
 )
 from .simulate import Simulation
+from .stream_k import Split, accumulator
 
 __all__ = ["violations", "verify", "register_estimate", "shared_bytes", "gemm_warpgroups"]
 
@@ -44,6 +45,8 @@ def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Vi
     out += _check_resources(plan, graph, vdev)
     out += _check_emission(plan, graph, vdev)
     out += _check_tile_walk(plan, graph)
+    if plan.stream_k:
+        out += _check_stream_k(plan, graph, vdev)
     return out
 
 def verify(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan:
@@ -338,6 +341,36 @@ def _check_tile_walk(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
         out.append(Violation("emission", "a persistent kernel needs a warp-specialized plan (pt-tvm walks tiles "
                              "with one block per EU)"))
     return out
+
+
+def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """A stream-K split (:mod:`pt_tvm.stream_k`) walks persistently, sums one gemm's accumulator over blocks
+    (nothing else carried), lets the accumulator's role run the whole epilogue, and gives every block work;
+    its loop runs unskewed (one stage, no wgmma in flight, no turns), since a segment may be one iteration."""
+    def no(why: str) -> list[Violation]:
+        return [Violation("stream_k", f"a stream-K split {why}")]
+
+    if not plan.persistent:
+        return no("needs a persistent walk (one block per EU)")
+    try:
+        gemm, acc = accumulator(graph)
+    except ValueError as e:
+        return no(f"sums one accumulator: {e}")
+    owner = plan.append_of(gemm).role
+    if any(a.role != owner for r in plan.roles for a in plan.program(r.name, graph, Placement.EPILOGUE)):
+        return no(f"needs the epilogue in the accumulator's role {owner!r}")
+    if plan.in_flight() or plan.handoffs or len({plan.append_of(t.id).stage for t in graph.loop_stasks}) > 1:
+        return no("needs a loop without stage offsets, wgmma in flight or turns")
+    trips, blocks = graph.loop.trip_count, graph.grid_blocks()
+    if blocks is None or trips != int(trips) or blocks * int(trips) < vdev.num_eus:
+        return no(f"needs a known grid with at least {vdev.num_eus} k-iterations in all "
+                  f"({blocks} tiles x {trips:g})")
+    role = plan.role(owner)
+    regs = math.prod(graph.buffers[acc].shape) // ((role.warp_hi - role.warp_lo) * vdev.eu.warp_size)
+    if regs % 4:
+        return no(f"stores its partial sums four registers at a time (the accumulator has {regs} a thread)")
+    Split(blocks, int(trips), vdev.num_eus)
+    return []
 
 
 def register_estimate(graph: STaskGraph, threads: int) -> int:

@@ -25,7 +25,8 @@ Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
 def describe(c: Candidate) -> str:
     t = c.plan.tile
     return (f"{t['block_M']}x{t['block_N']}x{t['block_K']}, {c.plan.tile_order.describe()}"
-            + (", persistent" if c.plan.persistent else "") + (", rows split" if c.plan.row_split else ""))
+            + (", persistent" if c.plan.persistent else "") + (", stream-K" if c.plan.stream_k else "")
+            + (", rows split" if c.plan.row_split else ""))
 
 
 def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:

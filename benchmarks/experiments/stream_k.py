@@ -1,0 +1,46 @@
+"""GPU experiment (issues 14, 15): stream-K splits against whole-tile plans where the grid leaves a wave part empty.
+
+The LLaMA-3-8B layer's GEMMs lose to cuBLAS where their output tiles fill the GPU's waves badly: at 777 tokens 112
+tiles of 128x256 leave 20 of 132 SMs idle, at 512 tokens the fused SwiGLU kernel's 448 tiles are 3.4 waves
+(benchmarks/results/2026-11-26-h100-layers-head). A stream-K split (pt_tvm.stream_k) shares the tiles'
+k-iterations evenly over one block per SM. Per config, from one search that offers both: the best-priced plan
+without a split and the best-priced split (and the search's own pick, when it is neither), each checked on every
+output against float32 and timed against cuBLAS (``linear``'s layout); the same for the fused SwiGLU kernel.
+
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.stream_k $OUT``. Writes
+``stream_k.json`` and ``stream_k-swiglu.json``.
+"""
+import sys
+
+from benchmarks.configs import LLAMA3_SHAPES
+from benchmarks.experiments.variants import compare
+from pt_tvm.search import SearchSpace
+
+_LLAMA = [("qkv", *LLAMA3_SHAPES[("llama3-8b", "qkv")]), ("o", *LLAMA3_SHAPES[("llama3-8b", "o")]),
+          ("down", *LLAMA3_SHAPES[("llama3-8b", "down")])]
+CONFIGS = ([dict(M=M, N=N, K=K, dtype="float16", trans_B=True, note=f"llama {p} M{M}")
+            for M in (512, 777, 2500) for p, N, K in _LLAMA]
+           + [dict(M=4096, N=4096, K=4096, dtype="float16", note="square 4096")])
+SWIGLU = [dict(M=M, N=LLAMA3_SHAPES[("llama3-8b", "up")][0], K=4096, dtype="float16", note=f"llama swiglu M{M}")
+          for M in (512, 777, 2500)]
+VARIANTS = ("pick", "whole tiles", "stream-K")
+SPACE = SearchSpace(stream_k=True)
+DEADLINE_S = 420
+
+
+def variants(result, vdev):
+    """The search's pick, the best-priced plan of whole tiles and the best-priced stream-K split."""
+    return {"pick": result.best,
+            "whole tiles": next((c for c in result.ranked if not c.plan.stream_k), None),
+            "stream-K": next((c for c in result.ranked if c.plan.stream_k), None)}
+
+
+def main(out_dir):
+    command = "python -m benchmarks.experiments.stream_k $OUT"
+    compare(SWIGLU, variants, VARIANTS, out_dir, "stream_k-swiglu.json", command, DEADLINE_S / 3, space=SPACE,
+            template="gemm_swiglu")
+    compare(CONFIGS, variants, VARIANTS, out_dir, "stream_k.json", command, DEADLINE_S, space=SPACE)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,128 @@
+"""Stream-K splits (pt_tvm.stream_k): the split's arithmetic, the rules, the search's offer, the emitted CUDA, and
+on a GPU the result of every output against float32, launch after launch (the flags reset themselves)."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+from _util import compiles_without_spills
+
+import pt_tvm
+from pt_tvm import hw, templates
+from pt_tvm.compiler import lower_planned, planned_func, schedule_template
+from pt_tvm.plan import ExecutionPlan
+from pt_tvm.search import SearchSpace
+from pt_tvm.space import stream_k_walks
+from pt_tvm.stream_k import Split
+from pt_tvm.verify import violations
+
+SPACE = SearchSpace(stream_k=True)
+O_777 = dict(M=777, N=4096, K=4096, dtype="float16", trans_B=True)  # 112 tiles of 128x256 on 132 SMs
+
+
+@pytest.mark.parametrize("tiles, n, workers", [(112, 64, 132), (168, 64, 132), (448, 64, 132), (112, 224, 132),
+                                               (3, 50, 132), (1, 132, 132), (1000, 3, 132), (7, 1, 3)])
+def test_every_iteration_runs_once_and_every_partial_is_added_by_its_tile_s_first_block(tiles, n, workers):
+    split = Split(tiles, n, workers)
+    runs = [0] * split.total
+    published: dict[int, list[int]] = {}
+    for w in range(workers):
+        for s in range(split.segments):
+            tile, k0, k1 = split.segment(w, s)
+            for k in range(k0, k1):
+                runs[tile * n + k] += 1
+            if k1 > k0 and k0 > 0:
+                published.setdefault(tile, []).append(w)
+        assert split.end(w) - split.begin(w) <= split.iterations
+    assert runs == [1] * split.total
+    for w in range(workers):  # the block holding a tile's first iteration adds the partials of the blocks after it
+        tile = (split.end(w) - 1) // n
+        expected = published.get(tile, []) if split.owner(tile * n) == w else []
+        assert list(range(w + 1, w + 1 + split.waits(w))) == expected
+    assert sum(map(split.partials, range(workers))) == sum(map(len, published.values()))
+
+
+def test_a_split_gives_every_block_an_iteration():
+    with pytest.raises(ValueError, match="without work"):
+        Split(2, 10, 132)
+
+
+def _search(name: str, params: dict):
+    result, problem, _ = schedule_template(name, "h100", params=params, space=SPACE)
+    return result, problem
+
+
+def test_the_search_splits_a_grid_that_leaves_a_wave_part_empty():
+    """777 tokens x 4096: whole tiles leave 20 of 132 SMs idle; the search's pick is a stream-K split, the plan
+    round-trips through JSON, and a grid of whole waves is offered none."""
+    result, _ = _search("gemm", O_777)
+    best = result.best
+    assert best.plan.stream_k and best.plan.persistent
+    assert best.seconds < next(c for c in result.ranked if not c.plan.stream_k).seconds
+    assert ExecutionPlan.from_json(best.plan.to_json()) == best.plan
+    base, _, _ = schedule_template("gemm", "h100", params=O_777)
+    assert not any(c.plan.stream_k for c in base.ranked)  # off unless the space asks
+    vdev = hw.get("h100")
+    whole = templates.get("gemm").build(M=128 * 12, N=256 * 11, K=4096, trans_B=True, block_M=128, block_N=256,
+                                        block_K=64)
+    graph = pt_tvm.extract(whole, "h100")
+    assert graph.grid_blocks() == vdev.num_eus
+    assert stream_k_walks(best.plan, graph, vdev) == []
+
+
+def test_verify_names_what_a_split_cannot_take():
+    vdev = hw.get("h100")
+    result, _ = _search("gemm", O_777)
+    best = result.best
+    rules = lambda plan, graph: {v.rule for v in violations(plan, graph, vdev)}  # noqa: E731
+    assert rules(replace(best.plan, persistent=False), best.graph) == {"stream_k"}
+    fa, _, _ = schedule_template("flash_attention", vdev, params=dict(batch=1, heads=8, kv_heads=8, seq_len=1024,
+                                                                       dim=128))
+    walked = next(c for c in fa.ranked if c.plan.style.value == "warp_specialized")
+    found = violations(replace(walked.plan, persistent=True, stream_k=True), walked.graph, vdev)
+    assert any(v.rule == "stream_k" and "carry" in v.message for v in found), found
+
+
+@pytest.mark.parametrize("name, params", [("gemm", O_777), ("gemm_swiglu", dict(M=512, N=14336, K=4096)),
+                                          ("gemm_rowsum", dict(M=300, N=1000, K=2048))])
+def test_the_emitted_kernel_walks_segments_and_hands_partials_over(name, params, tmp_path):
+    result, problem = _search(name, params)
+    c = next(c for c in result.ranked if c.plan.stream_k)
+    art = lower_planned(planned_func(name, problem, c, "h100"), hw.get("h100").tvm_target(),
+                        templates.get(name).pass_configs)
+    src = art.kernel_source
+    split = Split(c.graph.grid_blocks(), int(c.graph.loop.trip_count), hw.get("h100").num_eus)
+    acc = max(b.nbytes for b in c.graph.buffers.values() if b.scope == "fragment")
+    assert f"__device__ float4 ws[{split.workers * acc // 16}];" in src
+    assert re.search(rf"for \(int segment\w* = 0; segment\w* < {split.segments};", src)
+    assert "pt_sk::publish(C_l, ((int)blockIdx.x));" in src
+    assert re.search(r"pt_sk::accumulate\(C_l, \(\(\(\(int\)blockIdx.x\) \+ contributor\) \+ 1\)\);", src)
+    compiles_without_spills(src, tmp_path, name)
+
+
+SPLIT = [("gemm", O_777), ("gemm", dict(M=777, N=1000, K=1000, dtype="bfloat16", trans_B=True)),
+         ("gemm_rowsum", dict(M=300, N=1000, K=2048)), ("gemm_swiglu", dict(M=512, N=14336, K=4096)),
+         ("gemm_swiglu", dict(M=777, N=1000, K=1024))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, params", SPLIT, ids=[f"{n}-{i}" for i, (n, _) in enumerate(SPLIT)])
+def test_stream_k_matches_the_reference_launch_after_launch(name: str, params: dict) -> None:
+    """The best-priced split, ragged tiles included: every output of three launches on fresh inputs within the
+    tolerance (a flag left raised would let a later launch add a stale partial)."""
+    import torch
+
+    from pt_tvm.measure import REL_TOL, as_outputs, check_call, kernel_outputs
+
+    vdev = hw.from_device()
+    result, problem, _ = schedule_template(name, vdev, params=params, space=SPACE)
+    c = next(c for c in result.ranked if c.plan.stream_k)
+    template = templates.get(name)
+    kernel = template.compile(planned_func(name, problem, c, vdev), vdev.tvm_target())
+    for seed in range(3):
+        inputs = template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed))
+        refs = as_outputs(template.reference(*inputs, **problem))
+        checks = check_call(kernel_outputs(template, kernel), inputs, refs, inout=template.inout_idx)
+        print(f"REL_ERR stream_k {name} {params} launch {seed}: " + " ".join(f"{x.rel_err:.3e}" for x in checks))
+        assert all(x.rel_err < REL_TOL[problem["dtype"]] for x in checks), checks
