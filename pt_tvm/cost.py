@@ -182,8 +182,13 @@ def dram_reuse(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[st
     ``WAVE_SKEW`` of the wave's duration from the first tile of the window to the last, while DRAM refills
     L2 in ``l2_bytes / dram_bandwidth``; tiles further apart in the order than that reread DRAM. Within
     the window, a tile's offsets use some launch indices: the blocks that agree on those share it.
+
+    A stream-K split shares nothing: the blocks that read one operand tile run it at different k, so each
+    reads it from DRAM (on one H100 the LLaMA layer's 777-token GEMMs ran 1.6-2.2x slower split than whole,
+    benchmarks/results/2026-11-26-h100-stream-k).
     """
-    return _reuse(graph, vdev, plan.tile_order, vdev.num_eus * _blocks_per_eu(plan, graph, vdev))
+    reuse = _reuse(graph, vdev, plan.tile_order, vdev.num_eus * _blocks_per_eu(plan, graph, vdev))
+    return {t: 1.0 for t in reuse} if plan.stream_k else reuse
 
 
 def least_dram_order(graph: STaskGraph, vdev: VDevice, orders: Iterable[TileOrder]) -> TileOrder:
@@ -341,7 +346,7 @@ class _Timeline(Simulation):
         self.steady = (iters // 2, iters)
         self.events: list[Event] | None = [] if trace else None
         self.cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
-        self.reuse = _reuse(graph, vdev, plan.tile_order, vdev.num_eus * blocks_per_eu)
+        self.reuse = dram_reuse(plan, graph, vdev)
         self.copy_rates = copy_rates(plan, graph, vdev, self.reuse)
         # Warpgroups of one role that do not take turns are released by the same barriers and issue the same
         # wgmma together; the tensor cores interleave them: the last completes when the whole role's work

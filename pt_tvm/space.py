@@ -66,7 +66,9 @@ class SearchSpace:
     max_stage: int = 1
     random_orders: int = 4
     row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
-    stream_k: bool = False  # also try the best unskewed warp-specialized plans as stream-K splits
+    # also try the best unskewed warp-specialized plans as stream-K splits (pt_tvm.stream_k): off by default, since
+    # on one H100 every split measured slower than whole tiles on the LLaMA layer's GEMMs (their weights reread)
+    stream_k: bool = False
 
 
 class Priority(str, enum.Enum):

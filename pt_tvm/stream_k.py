@@ -7,6 +7,11 @@ ends last; the tile's other segments are each the first of a later block. Those 
 sums to their block's workspace slot and raise its flag; the block with the first segment waits for each
 flag, adds the partials and runs the epilogue. The arithmetic runs on ints (cost model, verify, tests) and
 on TIR expressions (emission), like :meth:`pt_tvm.plan.TileOrder.coords`.
+
+The blocks that read one operand tile run it at different k, so none shares it in L2: on one H100 the LLaMA
+layer's GEMMs at 512-2500 tokens ran 1.1-2.2x slower split than in whole tiles, weights read from DRAM once per
+row of tiles (benchmarks/results/2026-11-26-h100-stream-k). The cost model prices that, and the search tries
+splits only when asked (:attr:`pt_tvm.space.SearchSpace.stream_k`).
 """
 from __future__ import annotations
 
