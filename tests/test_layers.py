@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pt_tvm.hw",),
     ("pt_tvm.graph",),
     ("pt_tvm.plan",),
+    ("pt_tvm.stream_k",),
     ("pt_tvm.cache",),
     ("pt_tvm.tunedb",),
     ("pt_tvm.lowering",),
