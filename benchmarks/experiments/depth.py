@@ -21,7 +21,7 @@ import sys
 from dataclasses import replace
 
 from benchmarks.configs import LLAMA3_SHAPES
-from benchmarks.experiments.variants import compare
+from benchmarks.experiments.variants import compare_gemms
 from pt_tvm.cost import estimate
 from pt_tvm.hw import VDevice
 from pt_tvm.plan import Style
@@ -71,10 +71,7 @@ def variants(result, vdev):
 
 
 def main(out_dir):
-    command = "python -m benchmarks.experiments.depth $OUT"
-    compare(SWIGLU, variants, VARIANTS, out_dir, "depth-swiglu.json", command, DEADLINE_S / 2, space=SPACE,
-            template="gemm_swiglu")
-    compare(CONFIGS, variants, VARIANTS, out_dir, "depth.json", command, DEADLINE_S, space=SPACE)
+    compare_gemms("depth", CONFIGS, SWIGLU, variants, VARIANTS, out_dir, DEADLINE_S, SPACE)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ Run from the project root on the GPU machine: ``python -m benchmarks.experiments
 import sys
 
 from benchmarks.configs import LLAMA3_SHAPES
-from benchmarks.experiments.variants import compare
+from benchmarks.experiments.variants import compare_gemms
 from pt_tvm.search import SearchSpace
 
 _LLAMA = [("qkv", *LLAMA3_SHAPES[("llama3-8b", "qkv")]), ("o", *LLAMA3_SHAPES[("llama3-8b", "o")]),
@@ -36,10 +36,7 @@ def variants(result, vdev):
 
 
 def main(out_dir):
-    command = "python -m benchmarks.experiments.stream_k $OUT"
-    compare(SWIGLU, variants, VARIANTS, out_dir, "stream_k-swiglu.json", command, DEADLINE_S / 2, space=SPACE,
-            template="gemm_swiglu")
-    compare(CONFIGS, variants, VARIANTS, out_dir, "stream_k.json", command, DEADLINE_S, space=SPACE)
+    compare_gemms("stream_k", CONFIGS, SWIGLU, variants, VARIANTS, out_dir, DEADLINE_S, SPACE)
 
 
 if __name__ == "__main__":

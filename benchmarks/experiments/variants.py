@@ -17,7 +17,7 @@ from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_int
 from pt_tvm.search import Candidate, SearchResult, SearchSpace
 from pt_tvm.tune import compile_jobs, warm
 
-__all__ = ["describe", "compare"]
+__all__ = ["describe", "compare", "compare_gemms"]
 
 Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
 
@@ -112,3 +112,14 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
                       f"predicted {e.get('predicted_ms', 0):.3f} ms, measured {e.get('ms', float('nan')):.3f} ms"
                       + (f"  {e['error']}" if "error" in e else ""))
     return rows
+
+
+def compare_gemms(experiment: str, configs: Sequence[dict], swiglu: Sequence[dict], picks: Picks,
+                  names: Sequence[str], out_dir: str, deadline_s: float, space: SearchSpace) -> None:
+    """:func:`compare` over the fused SwiGLU configs (in half the time), then the GEMM configs: what
+    ``python -m benchmarks.experiments.EXPERIMENT $OUT`` writes, ``EXPERIMENT-swiglu.json`` and ``EXPERIMENT.json``."""
+    command = f"python -m benchmarks.experiments.{experiment} $OUT"
+    compare(swiglu, picks, names, out_dir, f"{experiment}-swiglu.json", command, deadline_s / 2, space=space,
+            template="gemm_swiglu")
+    compare(configs, picks, names, out_dir, f"{experiment}.json", command, deadline_s, space=space)
+
