@@ -8,12 +8,13 @@ without a split and the best-priced split (and the search's own pick, when it is
 output against float32 and timed against cuBLAS (``linear``'s layout); the same for the fused SwiGLU kernel.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.stream_k $OUT``. Writes
-``stream_k.json`` and ``stream_k-swiglu.json``.
+``stream_k.json`` and ``stream_k-swiglu.json``; with ``l2`` after ``$OUT``, ``stream_k-l2.json``: two square
+GEMMs whose operands fit in L2 (nothing for a split to reread from DRAM).
 """
 import sys
 
 from benchmarks.configs import LLAMA3_SHAPES
-from benchmarks.experiments.variants import compare_gemms
+from benchmarks.experiments.variants import compare, compare_gemms
 from pt_tvm.search import SearchSpace
 
 _LLAMA = [("qkv", *LLAMA3_SHAPES[("llama3-8b", "qkv")]), ("o", *LLAMA3_SHAPES[("llama3-8b", "o")]),
@@ -23,6 +24,9 @@ CONFIGS = ([dict(M=777, N=N, K=K, dtype="float16", trans_B=True, note=f"llama {p
               for M in (512, 2500) for p, N, K in _LLAMA if p == "o"])
 SWIGLU = [dict(M=M, N=LLAMA3_SHAPES[("llama3-8b", "up")][0], K=4096, dtype="float16", note=f"llama swiglu M{M}")
           for M in (512, 777)]
+# ``l2``: operands that fit in L2 (no weight to reread from DRAM) over 1.5-2.2 waves of 128x256 tiles
+L2 = [dict(M=2500, N=2500, K=4096, dtype="float16", note="2500x2500x4096"),
+      dict(M=3000, N=3000, K=2048, dtype="float16", note="3000x3000x2048")]
 VARIANTS = ("pick", "whole tiles", "stream-K")
 SPACE = SearchSpace(stream_k=True)
 DEADLINE_S = 200
@@ -35,9 +39,13 @@ def variants(result, vdev):
             "stream-K": next((c for c in result.ranked if c.plan.stream_k), None)}
 
 
-def main(out_dir):
-    compare_gemms("stream_k", CONFIGS, SWIGLU, variants, VARIANTS, out_dir, DEADLINE_S, SPACE)
+def main(out_dir, which="llama"):
+    if which == "l2":
+        compare(L2, variants, VARIANTS, out_dir, "stream_k-l2.json",
+                "python -m benchmarks.experiments.stream_k $OUT l2", DEADLINE_S, space=SPACE)
+    else:
+        compare_gemms("stream_k", CONFIGS, SWIGLU, variants, VARIANTS, out_dir, DEADLINE_S, SPACE)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
