@@ -385,7 +385,8 @@ def _root_bodies(plan: ExecutionPlan, graph: STaskGraph, inits: bool) -> dict[st
 class _TileWalk:
     """How the kernel's blocks reach their output tiles: in the plan's :class:`~pt_tvm.plan.TileOrder`, the
     launch indices of the tile a block computes become expressions of its own; a persistent plan launches
-    one block per EU and loops over the tiles, ``tile = step * blocks + block``, guarded past the last."""
+    one block per EU and loops over the tiles, ``tile = step * blocks + block``, guarded past the last; a
+    stream-K split, over its block's segments (:mod:`pt_tvm.stream_k`)."""
 
     def __init__(self, plan: ExecutionPlan, launch: Mapping[str, tuple], vdev: Any, graph: STaskGraph) -> None:
         self.plan = plan
@@ -457,12 +458,11 @@ class _TileWalk:
         _, acc = accumulator(graph)
         data = next(b for b in block.alloc_buffers if b.name == acc).data
         tile, k0, k1 = self.segment
-        worker = self.worker
         other = tirx.Var("contributor", "int32")
         last = tirx.Cast("int32", self.split.last_contributor(tirx.Cast("int64", tile)))
-        publish = tirx.Evaluate(tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::publish", data, worker))
-        add = tirx.For(other, 0, last - worker, tirx.ForKind.SERIAL, tirx.Evaluate(
-            tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::accumulate", data, worker + 1 + other)))
+        publish = tirx.Evaluate(tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::publish", data, self.worker))
+        add = tirx.For(other, 0, last - self.worker, tirx.ForKind.SERIAL, tirx.Evaluate(
+            tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::accumulate", data, self.worker + 1 + other)))
         fixup = tirx.IfThenElse(k0 > 0, publish, tirx.IfThenElse(k1 < self.split.n, add, None))
         return [_op(_SK_FIXUP, fixup), _op(_SK_EPILOGUE, tirx.IfThenElse(k0 == 0, _seq(epi), None))]
 
