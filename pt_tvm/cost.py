@@ -446,15 +446,14 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     work = max((sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy), default=0.0)
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     hidden = 0.0
-    if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
-        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
-        hidden = (waves - 1) * max(0.0, min(fill, epilogue))
-    if plan.stream_k:  # the busiest block's iterations and segments, one partial sum published and one added
-        split = Split(blocks, int(graph.loop.trip_count), vdev.num_eus)
-        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
-        wave_cycles, waves = (fill + split.iterations * per_iter + split.segments * epilogue
-                              + 2 * stream_k_fixup_cycles(graph, vdev)), 1
-        hidden = (split.segments - 1) * max(0.0, min(fill, epilogue))
+    if plan.persistent:  # the next tile's (segment's) first loads, its fill beyond a steady iteration, run under
+        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]  # the epilogue
+        steps = waves
+        if plan.stream_k:  # the busiest block's iterations and segments, one partial sum published and one added
+            split = Split(blocks, int(graph.loop.trip_count), vdev.num_eus)
+            wave_cycles, waves, steps = (fill + split.iterations * per_iter + split.segments * epilogue
+                                         + 2 * _stream_k_fixup_cycles(graph, vdev)), 1, split.segments
+        hidden = (steps - 1) * max(0.0, min(fill, epilogue))
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
@@ -471,7 +470,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     )
 
 
-def stream_k_fixup_cycles(graph: STaskGraph, vdev: VDevice) -> float:
+def _stream_k_fixup_cycles(graph: STaskGraph, vdev: VDevice) -> float:
     """Cycles one block takes to publish (or to read back) a stream-K partial sum: the fp32 accumulator through
     its share of L2, after a load's unloaded latency."""
     acc = graph.buffers[accumulator(graph)[1]]

@@ -13,6 +13,7 @@ Deterministic for a given seed.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
@@ -189,8 +190,9 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the
     # iterations of the busiest block, its segments' epilogues and one partial sum published and one added)
     if space.stream_k:
-        for c in [c for c in ranked(out) if stream_k_walks(c.plan, graph, vdev)][:_WALK_VARIANTS]:
-            for v in stream_k_walks(c.plan, graph, vdev):
+        walks = ((c, stream_k_walks(c.plan, graph, vdev)) for c in ranked(out))
+        for c, splits in itertools.islice(((c, w) for c, w in walks if w), _WALK_VARIANTS):
+            for v in splits:
                 consider(v, c.note.split(", tiles in ")[0] + ("" if v.tile_order.is_launch_order else
                                                               f", tiles in {v.tile_order.describe()}") + ", stream-K")
     # on request, the best few with their gemm tiles split over the warpgroups by rows (the model prices both

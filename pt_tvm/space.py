@@ -39,6 +39,7 @@ from .plan import (
     effective_distance,
     in_flight_clash,
 )
+from .stream_k import runs_unskewed
 from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
@@ -356,8 +357,7 @@ def stream_k_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> lis
     iteration long) or the grid's size is symbolic."""
     blocks = graph.grid_blocks()
     if plan.style != Style.WARP_SPECIALIZED or blocks is None or graph.symbols or blocks % vdev.num_eus == 0 \
-            or plan.handoffs or plan.in_flight() or any(p.scope != "loop" for p in plan.pipelines) \
-            or len({a.stage for a in plan.appends}) > 1:
+            or any(p.scope != "loop" for p in plan.pipelines) or not runs_unskewed(plan, graph):
         return []
     return [replace(plan, tile_order=o, persistent=True, stream_k=True) for o in tile_orders(graph)]
 

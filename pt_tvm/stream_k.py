@@ -20,8 +20,9 @@ from typing import Any, Callable
 
 from .graph import Placement, STaskGraph
 from .hw import SEUKind
+from .plan import ExecutionPlan
 
-__all__ = ["Split", "accumulator", "fixup_source", "FIXUP_NAMESPACE"]
+__all__ = ["Split", "accumulator", "runs_unskewed", "fixup_source", "FIXUP_NAMESPACE"]
 
 FIXUP_NAMESPACE = "pt_sk"
 
@@ -77,19 +78,6 @@ class Split:
         """The most k-iterations any block runs."""
         return -(-self.total // self.workers)
 
-    def partials(self, w: int) -> int:
-        """How many partial sums block ``w`` publishes (0 or 1: only its first segment can be a tile's later part)."""
-        return int(self.end(w) > self.begin(w) and self.begin(w) % self.n != 0)
-
-    def waits(self, w: int) -> int:
-        """How many partial sums block ``w`` adds: those of the blocks after it sharing its last segment's tile."""
-        if self.end(w) <= self.begin(w):
-            return 0
-        tile = (self.end(w) - 1) // self.n
-        if tile * self.n < self.begin(w):  # its range starts inside that tile: it does not own the tile
-            return 0
-        return self.last_contributor(tile) - w
-
 
 def accumulator(graph: STaskGraph) -> tuple[str, str]:
     """``(gemm, buffer)``: the loop's one tensor-core sTask and the fragment it sums into, when that fragment is
@@ -102,6 +90,12 @@ def accumulator(graph: STaskGraph) -> tuple[str, str]:
         raise ValueError(f"the loop's iterations carry {sorted(carried) or 'nothing'} through "
                          f"{len(gemms)} tensor-core sTasks, not one gemm's accumulator alone")
     return gemms[0].id, next(iter(carried))
+
+
+def runs_unskewed(plan: ExecutionPlan, graph: STaskGraph) -> bool:
+    """Whether the plan's loop runs without stage offsets, wgmma in flight or turns: what a split needs, since a
+    segment may be one iteration long."""
+    return not (plan.in_flight() or plan.handoffs or len({plan.append_of(t.id).stage for t in graph.loop_stasks}) > 1)
 
 
 def fixup_source(split: Split, regs: int, lo: int, threads: int) -> str:

@@ -22,7 +22,7 @@ from .plan import (
     in_flight_clash,
 )
 from .simulate import Simulation
-from .stream_k import Split, accumulator
+from .stream_k import accumulator, runs_unskewed
 
 __all__ = ["violations", "verify", "register_estimate", "shared_bytes", "gemm_warpgroups"]
 
@@ -359,7 +359,7 @@ def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     owner = plan.append_of(gemm).role
     if any(a.role != owner for r in plan.roles for a in plan.program(r.name, graph, Placement.EPILOGUE)):
         return no(f"needs the epilogue in the accumulator's role {owner!r}")
-    if plan.in_flight() or plan.handoffs or len({plan.append_of(t.id).stage for t in graph.loop_stasks}) > 1:
+    if not runs_unskewed(plan, graph):
         return no("needs a loop without stage offsets, wgmma in flight or turns")
     trips, blocks = graph.loop.trip_count, graph.grid_blocks()
     if blocks is None or trips != int(trips) or blocks * int(trips) < vdev.num_eus:
@@ -369,7 +369,6 @@ def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     regs = math.prod(graph.buffers[acc].shape) // ((role.warp_hi - role.warp_lo) * vdev.eu.warp_size)
     if regs % 4:
         return no(f"stores its partial sums four registers at a time (the accumulator has {regs} a thread)")
-    Split(blocks, int(trips), vdev.num_eus)
     return []
 
 

@@ -122,4 +122,3 @@ def compare_gemms(experiment: str, configs: Sequence[dict], swiglu: Sequence[dic
     compare(swiglu, picks, names, out_dir, f"{experiment}-swiglu.json", command, deadline_s / 2, space=space,
             template="gemm_swiglu")
     compare(configs, picks, names, out_dir, f"{experiment}.json", command, deadline_s, space=space)
-
