@@ -397,7 +397,7 @@ class _TileWalk:
         self.loop_id = graph.loop.id
         if plan.stream_k:  # the segment a block runs: its tile and k-range, bound per step of the walk
             self.split = Split(math.prod(self.extents), int(graph.loop.trip_count), self.workers)
-            self.segment = tuple(tirx.Var(n, "int32") for n in ("tile", "k_begin", "k_end"))
+            self.segment = tuple(tirx.Var(n, "int32") for n in ("tile", "k_begin", "k_end", "slot"))
             self.worker = tirx.Var("worker", "int32")  # the block (blockIdx.x), which the walk does not rebind
 
     def tiles(self, stmts: list[tirx.Stmt]) -> list[tirx.Stmt]:
@@ -426,17 +426,16 @@ class _TileWalk:
                          annotations={WS_OP_ID: TILES_ID})]
 
     def _segments(self, stmts: list[tirx.Stmt], gx: int, gy: int, x: Any, y: Any, z: Any) -> list[tirx.Stmt]:
-        """Stream-K: each block walks its segments; a segment binds its tile and k-range, runs the loop over that
-        range only (``k`` offset by the range's start) and is skipped past the block's range."""
+        """Stream-K: each block walks its segments (the split's ``pt_sk::`` functions); a segment binds its tile,
+        k-range and slot, runs the loop over that range only (``k`` offset by the range's start) and is skipped
+        when empty."""
         step = tirx.Var("segment", "int32")
-        tile, k0, k1 = self.segment
-        t, lo, hi = self.split.segment(tirx.Cast("int64", x), tirx.Cast("int64", step), tirx.max, tirx.min)
+        tile, k0, k1, slot = self.segment
         cx, cy = self.plan.tile_order.coords(tile % (gx * gy) if z is not None else tile, gx, gy, _select)
         binds, subst = self._bind({x: cx, y: cy, z: tile // (gx * gy) if z is not None else None})
         body = [self._k_range(tirx.stmt_functor.substitute(s, subst), k0, k1) for s in stmts]
-        walk = [tirx.Bind(self.worker, x), tirx.Bind(tile, tirx.Cast("int32", t)),
-                tirx.Bind(k0, tirx.Cast("int32", lo)), tirx.Bind(k1, tirx.Cast("int32", hi)), *binds,
-                tirx.IfThenElse(k0 < k1, _seq(body), None)]
+        walk = [tirx.Bind(self.worker, x), *(tirx.Bind(v, _split_call(f, x, step)) for v, f in zip(
+            self.segment, ("tile", "k_begin", "k_end", "slot"))), *binds, tirx.IfThenElse(k0 < k1, _seq(body), None)]
         return [tirx.For(step, 0, self.split.segments, tirx.ForKind.SERIAL, _seq(walk),
                          annotations={WS_OP_ID: TILES_ID})]
 
@@ -452,17 +451,16 @@ class _TileWalk:
 
     def finish(self, epi: list[tirx.Stmt], plan: ExecutionPlan, graph: STaskGraph,
                block: tirx.SBlock) -> list[tirx.Stmt]:
-        """A stream-K segment's end: a tile's later segment publishes its partial sums; its first adds those of
-        the blocks after it that share the tile, then runs the epilogue (which only a tile's first segment
-        runs)."""
+        """A stream-K segment's end: a tail publishes its partial sums to its slot; a head adds those of the slots
+        from its own on that its tile's tails filled, then runs the epilogue (which whole tiles and heads run,
+        ``k0 == 0``)."""
         _, acc = accumulator(graph)
         data = next(b for b in block.alloc_buffers if b.name == acc).data
-        tile, k0, k1 = self.segment
+        _, k0, k1, slot = self.segment
         other = tirx.Var("contributor", "int32")
-        last = tirx.Cast("int32", self.split.last_contributor(tirx.Cast("int64", tile)))
-        publish = tirx.Evaluate(tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::publish", data, self.worker))
-        add = tirx.For(other, 0, last - self.worker, tirx.ForKind.SERIAL, tirx.Evaluate(
-            tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::accumulate", data, self.worker + 1 + other)))
+        publish = tirx.Evaluate(tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::publish", data, slot))
+        add = tirx.For(other, 0, _split_call("adds", self.worker), tirx.ForKind.SERIAL, tirx.Evaluate(
+            tirx.call_extern("int32", f"{FIXUP_NAMESPACE}::accumulate", data, slot + other)))
         fixup = tirx.IfThenElse(k0 > 0, publish, tirx.IfThenElse(k1 < self.split.n, add, None))
         return [_op(_SK_FIXUP, fixup), _op(_SK_EPILOGUE, tirx.IfThenElse(k0 == 0, _seq(epi), None))]
 
@@ -501,6 +499,11 @@ class _TileWalk:
             return tirx.For(n.loop_var, 0, self.workers, n.kind, n.body, binding, n.annotations)
 
         return tirx.stmt_functor.ir_transform(body, None, launch, ["tirx.For"])
+
+
+def _split_call(name: str, *args: Any) -> Any:
+    """A call of the stream-K split's CUDA function ``name`` (:func:`pt_tvm.stream_k.fixup_source`)."""
+    return tirx.call_pure_extern("int32", f"{FIXUP_NAMESPACE}::{name}", *args)
 
 
 def _select(cond: Any, a: Any, b: Any) -> Any:

@@ -183,12 +183,9 @@ def dram_reuse(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[st
     L2 in ``l2_bytes / dram_bandwidth``; tiles further apart in the order than that reread DRAM. Within
     the window, a tile's offsets use some launch indices: the blocks that agree on those share it.
 
-    A stream-K split shares nothing: the blocks that read one operand tile run it at different k, so each
-    reads it from DRAM (on one H100 the LLaMA layer's 777-token GEMMs ran 1.6-2.2x slower split than whole,
-    benchmarks/results/2026-11-26-h100-stream-k).
+    A stream-K split (:mod:`pt_tvm.stream_k`) shares like whole tiles: its heads run in step.
     """
-    reuse = _reuse(graph, vdev, plan.tile_order, vdev.num_eus * _blocks_per_eu(plan, graph, vdev))
-    return {t: 1.0 for t in reuse} if plan.stream_k else reuse
+    return _reuse(graph, vdev, plan.tile_order, vdev.num_eus * _blocks_per_eu(plan, graph, vdev))
 
 
 def least_dram_order(graph: STaskGraph, vdev: VDevice, orders: Iterable[TileOrder]) -> TileOrder:
@@ -448,12 +445,18 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     hidden = 0.0
     if plan.persistent:  # the next tile's (segment's) first loads, its fill beyond a steady iteration, run under
         fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]  # the epilogue
-        steps = waves
-        if plan.stream_k:  # the busiest block's iterations and segments, one partial sum published and one added
-            split = Split(blocks, int(graph.loop.trip_count), vdev.num_eus)
-            wave_cycles, waves, steps = (fill + split.iterations * per_iter + split.segments * epilogue
-                                         + 2 * _stream_k_fixup_cycles(graph, vdev)), 1, split.segments
-        hidden = (steps - 1) * max(0.0, min(fill, epilogue))
+        if plan.stream_k:  # the slower of a head's block (whole tiles, its head, the partial sums it adds, the
+            # epilogues) and a tail's (whole tiles, its share of the tails, a partial sum published per segment);
+            # each segment after the first refills the pipeline beyond what the last one's end hides
+            split, fixup = Split(blocks, int(graph.loop.trip_count), vdev.num_eus), _stream_k_fixup_cycles(graph, vdev)
+            after_epilogue, after_fixup = max(0.0, fill - epilogue), max(0.0, fill - fixup)
+            whole = split.waves * (split.n * per_iter + epilogue + after_epilogue)
+            head = split.head * per_iter + split.adds * fixup + epilogue
+            tail = (-(-split.rest * split.tail // split.tail_workers) * per_iter + split.tail_segments * fixup
+                    + (split.tail_segments - 1) * after_fixup)
+            wave_cycles, waves = fill + whole + max(head, tail), 1
+        else:
+            hidden = (waves - 1) * max(0.0, min(fill, epilogue))
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(

@@ -39,7 +39,7 @@ from .plan import (
     effective_distance,
     in_flight_clash,
 )
-from .stream_k import runs_unskewed
+from .stream_k import Split, runs_unskewed
 from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
@@ -68,7 +68,7 @@ class SearchSpace:
     random_orders: int = 4
     row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
     # also try the best unskewed warp-specialized plans as stream-K splits (pt_tvm.stream_k): off by default, since
-    # on one H100 every split measured slower than whole tiles on the LLaMA layer's GEMMs (their weights reread)
+    # on one H100 every split of the first kind measured slower than whole tiles on the LLaMA layer's GEMMs
     stream_k: bool = False
 
 
@@ -353,11 +353,15 @@ def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Ex
 def stream_k_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
     """The warp-specialized plan walked persistently with its tiles' k-iterations shared out evenly over the EUs
     (stream-K, :mod:`pt_tvm.stream_k`), in each tile order, where whole tiles would leave the last wave part
-    empty; none where the loop runs skewed (stage offsets, wgmma in flight, turns: a segment may be one
+    empty (and a split has iterations to share out); none where the loop runs skewed (stage offsets, wgmma in flight, turns: a segment may be one
     iteration long) or the grid's size is symbolic."""
-    blocks = graph.grid_blocks()
-    if plan.style != Style.WARP_SPECIALIZED or blocks is None or graph.symbols or blocks % vdev.num_eus == 0 \
+    blocks, trips = graph.grid_blocks(), graph.loop.trip_count
+    if plan.style != Style.WARP_SPECIALIZED or blocks is None or graph.symbols or trips != int(trips) \
             or any(p.scope != "loop" for p in plan.pipelines) or not runs_unskewed(plan, graph):
+        return []
+    try:
+        Split(blocks, int(trips), vdev.num_eus)
+    except ValueError:
         return []
     return [replace(plan, tile_order=o, persistent=True, stream_k=True) for o in tile_orders(graph)]
 

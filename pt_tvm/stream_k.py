@@ -1,22 +1,23 @@
-"""Stream-K: a persistent kernel's blocks share out the output tiles' k-iterations, not whole tiles.
+"""Stream-K: a persistent kernel's blocks share out the k-iterations of the tiles a last, partly filled wave would
+leave to a few of them.
 
-With ``T = tiles * n`` iterations (``n`` the pipelined loop's trip count) and ``W`` blocks, block ``w`` runs
-iterations ``[w*T//W, (w+1)*T//W)``: a run of segments, each a part of one tile's k-range, so no block waits
-on a last, partly filled wave. A tile's first segment (``k0 == 0``) is the last of its block's range and
-ends last; the tile's other segments are each the first of a later block. Those publish their fp32 partial
-sums to their block's workspace slot and raise its flag; the block with the first segment waits for each
-flag, adds the partials and runs the epilogue. The arithmetic runs on ints (cost model, verify, tests) and
-on TIR expressions (emission), like :meth:`pt_tvm.plan.TileOrder.coords`.
+With ``T`` tiles of ``n`` k-iterations on ``W`` blocks, block ``w`` first runs whole tiles ``w, W + w, ...`` while
+they fill every block (``T // W`` waves, as a persistent walk does), then the ``R = T % W`` tiles left over: block
+``w < R`` runs the first ``h = ceil(R * n / W)`` iterations of tile ``w`` (its *head*), and the other blocks share
+out the tiles' remaining iterations (their *tails*) evenly, in tile order, so every block runs about
+``T * n / W`` iterations. A tail segment publishes its fp32 partial sums to a workspace slot and raises its flag;
+the head's block waits for each flag of its tile, adds the partials and runs the epilogue. The arithmetic runs
+on ints (cost model, verify, tests) and on TIR expressions (emission), like :meth:`pt_tvm.plan.TileOrder.coords`.
 
-The blocks that read one operand tile run it at different k, so none shares it in L2: on one H100 the LLaMA
-layer's GEMMs at 512-2500 tokens ran 1.1-2.2x slower split than in whole tiles, weights read from DRAM once per
-row of tiles (benchmarks/results/2026-11-26-h100-stream-k). The cost model prices that, and the search tries
-splits only when asked (:attr:`pt_tvm.space.SearchSpace.stream_k`).
+The heads start together at ``k = 0`` and run in step, as whole tiles do, so the blocks of heads that read one
+operand tile read it from L2 one after another; a tail block runs neighbouring tiles' tails, which share their
+weights, one after another. (The first split, ``T * n`` iterations cut into ``W`` even runs, started every
+tile at a different k: on one H100 the LLaMA layer's GEMMs at 512-2500 tokens ran 1.1-2.2x slower than whole
+tiles, weights reread from DRAM; benchmarks/results/2026-11-26-h100-stream-k.)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
 
 from .graph import Placement, STaskGraph
 from .hw import SEUKind
@@ -29,54 +30,97 @@ FIXUP_NAMESPACE = "pt_sk"
 
 @dataclass(frozen=True)
 class Split:
-    """``tiles`` output tiles of ``n`` k-iterations each, shared by ``workers`` blocks."""
+    """``tiles`` output tiles of ``n`` k-iterations each, walked by ``workers`` blocks: whole ``waves``, then the
+    ``rest`` tiles' heads (``head`` iterations, a block each) and tails (``tail`` iterations, shared out evenly
+    by ``tail_workers`` blocks)."""
 
     tiles: int
     n: int
     workers: int
 
     def __post_init__(self) -> None:
-        if self.tiles * self.n < self.workers:  # every block must hold an iteration: a tile's blocks all publish
-            raise ValueError(f"stream-K: {self.tiles} tiles x {self.n} iterations leave some of {self.workers} "
-                             "blocks without work")
+        if self.rest == 0:
+            raise ValueError(f"stream-K: {self.tiles} tiles fill whole waves of {self.workers} blocks")
+        if self.tail < 1:
+            raise ValueError(f"stream-K: {self.rest} tiles of {self.n} iterations on {self.workers} blocks leave "
+                             "nothing to split beyond a tile a block")
 
     @property
-    def total(self) -> int:
-        return self.tiles * self.n
+    def waves(self) -> int:
+        return self.tiles // self.workers
 
-    def begin(self, w: Any) -> Any:
-        """Block ``w``'s first iteration."""
-        return w * self.total // self.workers
+    @property
+    def rest(self) -> int:
+        return self.tiles % self.workers
 
-    def end(self, w: Any) -> Any:
-        """One past block ``w``'s last iteration."""
-        return (w + 1) * self.total // self.workers
+    @property
+    def head(self) -> int:
+        return -(-self.rest * self.n // self.workers)
 
-    def owner(self, x: Any) -> Any:
-        """The block whose range holds iteration ``x``."""
-        return ((x + 1) * self.workers - 1) // self.total
+    @property
+    def tail(self) -> int:
+        return self.n - self.head
 
-    def segment(self, w: Any, s: Any, lo_max: Callable[[Any, Any], Any] = max,
-                hi_min: Callable[[Any, Any], Any] = min) -> tuple[Any, Any, Any]:
-        """``(tile, k0, k1)`` of block ``w``'s ``s``-th segment; empty (``k0 >= k1``) past its range."""
-        begin, end = self.begin(w), self.end(w)
-        tile = begin // self.n + s
-        return tile, lo_max(begin, tile * self.n) - tile * self.n, hi_min(end, tile * self.n + self.n) - tile * self.n
+    @property
+    def tail_workers(self) -> int:
+        """The blocks after the heads' that run tails: as many as have an iteration to run."""
+        return min(self.workers - self.rest, self.rest * self.tail)
 
-    def last_contributor(self, tile: Any) -> Any:
-        """The block holding the tile's last iteration (the tile's first is at ``owner(tile * n)``)."""
-        return self.owner(tile * self.n + self.n - 1)
+    def _tail_range(self, v: int) -> tuple[int, int]:
+        """Tail block ``v``'s iterations in the tails' order (tile-major)."""
+        total, blocks = self.rest * self.tail, self.tail_workers
+        return v * total // blocks, (v + 1) * total // blocks
+
+    def tail_owner(self, x: int) -> int:
+        """The tail block whose range holds tail iteration ``x``."""
+        total = self.rest * self.tail
+        return ((x + 1) * self.tail_workers - 1) // total
+
+    def segment(self, w: int, s: int) -> tuple[int, int, int]:
+        """``(tile, k0, k1)`` of block ``w``'s ``s``-th segment; empty (``k0 >= k1``) past its work."""
+        if s < self.waves:
+            return s * self.workers + w, 0, self.n
+        j, v = s - self.waves, w - self.rest
+        if v < 0:
+            return self.waves * self.workers + w, 0, self.head if j == 0 else 0
+        if v >= self.tail_workers:
+            return 0, 0, 0
+        b, e = self._tail_range(v)
+        t = b // self.tail + j
+        return (self.waves * self.workers + t, self.head + max(b, t * self.tail) - t * self.tail,
+                self.head + min(e, t * self.tail + self.tail) - t * self.tail)
+
+    def slot(self, t: int, v: int) -> int:
+        """The workspace slot (and flag) of tail block ``v``'s partial sums of rest tile ``t``: ``t + v`` grows
+        along the tails' order, so no two partials share one, and stays below ``workers``."""
+        return t + v
+
+    def contributors(self, t: int) -> tuple[int, int]:
+        """The first and last tail blocks holding rest tile ``t``'s tail."""
+        return self.tail_owner(t * self.tail), self.tail_owner(t * self.tail + self.tail - 1)
+
+    @property
+    def tail_segments(self) -> int:
+        """The most tail segments (partial sums published) any tail block runs."""
+        def count(v: int) -> int:
+            b, e = self._tail_range(v)
+            return (e - 1) // self.tail - b // self.tail + 1
+        return max(count(v) for v in range(self.tail_workers))
 
     @property
     def segments(self) -> int:
         """The most segments any block runs: the loop count of the kernel's walk."""
-        return max((self.end(w) - 1) // self.n - self.begin(w) // self.n + 1
-                   for w in range(self.workers) if self.end(w) > self.begin(w))
+        return self.waves + self.tail_segments
 
     @property
     def iterations(self) -> int:
         """The most k-iterations any block runs."""
-        return -(-self.total // self.workers)
+        return self.waves * self.n + max(self.head, -(-self.rest * self.tail // self.tail_workers))
+
+    @property
+    def adds(self) -> int:
+        """The most partial sums a head's block adds."""
+        return max(b - a + 1 for t in range(self.rest) for a, b in [self.contributors(t)])
 
 
 def accumulator(graph: STaskGraph) -> tuple[str, str]:
@@ -99,17 +143,40 @@ def runs_unskewed(plan: ExecutionPlan, graph: STaskGraph) -> bool:
 
 
 def fixup_source(split: Split, regs: int, lo: int, threads: int) -> str:
-    """CUDA for a stream-K kernel's partial sums: a ``W x tile`` fp32 workspace and ``W`` flags in static device
-    memory (zero at module load; the flags are left zero again by each launch), ``publish`` (a block stores its
-    accumulator's ``regs`` registers a thread, thread-major, so the block that adds them reads them back in its
-    own fragment layout, then raises its flag once per thread) and ``accumulate`` (wait for a block's flag, add
-    its partials; the last reader resets the flag). ``lo``: the accumulator role's first thread; ``threads``: its
-    thread count."""
+    """CUDA for a stream-K kernel: the split's segments (``tile``, ``k_begin``, ``k_end``, ``slot`` of block ``w``'s
+    ``s``-th; whole tiles computed, the rest read from a static table, which keeps the kernel's index arithmetic
+    and registers those of a persistent walk), ``adds`` (how many slots from its own a head adds), a
+    ``workers x tile`` fp32 workspace and its flags in static device memory (zero at module load; each launch
+    leaves the flags zero again), ``publish`` (a block stores its accumulator's ``regs`` registers a thread,
+    thread-major, so the head reads them back in its own fragment layout, then raises the slot's flag once per
+    thread) and ``accumulate`` (wait for a slot's flag, add its partials; the last reader resets the flag).
+    ``lo``: the accumulator role's first thread; ``threads``: its thread count."""
     if regs % 4:
         raise ValueError(f"stream-K: the accumulator's {regs} registers a thread are not a multiple of 4")
-    quads = regs // 4
+    quads, rows = regs // 4, split.tail_segments
+    entries = []
+    for w in range(split.workers):
+        for s in range(split.waves, split.segments):
+            tile, k0, k1 = split.segment(w, s)
+            t, v = tile - split.waves * split.workers, w - split.rest
+            slot = split.slot(t, v) if k0 > 0 else split.slot(t, split.contributors(t)[0]) if k1 > k0 else 0
+            entries.append(f"{{{t},{k0},{k1},{slot}}}")
+    adds = [b - a + 1 for t in range(split.rest) for a, b in [split.contributors(t)]]
     return f"""
 namespace {FIXUP_NAMESPACE} {{
+__device__ const int4 rest[{len(entries)}] = {{{",".join(entries)}}};
+__device__ const int added[{len(adds)}] = {{{",".join(map(str, adds))}}};
+__device__ __forceinline__ int4 segment(int w, int s) {{
+  if (s < {split.waves}) return make_int4(s * {split.workers} + w, 0, {split.n}, 0);
+  int4 r = rest[w * {rows} + s - {split.waves}];
+  r.x += {split.waves * split.workers};
+  return r;
+}}
+__device__ __forceinline__ int tile(int w, int s) {{ return segment(w, s).x; }}
+__device__ __forceinline__ int k_begin(int w, int s) {{ return segment(w, s).y; }}
+__device__ __forceinline__ int k_end(int w, int s) {{ return segment(w, s).z; }}
+__device__ __forceinline__ int slot(int w, int s) {{ return segment(w, s).w; }}
+__device__ __forceinline__ int adds(int w) {{ return added[w]; }}
 __device__ float4 ws[{split.workers * quads * threads}];
 __device__ int flags[{split.workers}];
 __device__ __forceinline__ void publish(const float* acc, int w) {{

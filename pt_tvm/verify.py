@@ -22,7 +22,7 @@ from .plan import (
     in_flight_clash,
 )
 from .simulate import Simulation
-from .stream_k import accumulator, runs_unskewed
+from .stream_k import Split, accumulator, runs_unskewed
 
 __all__ = ["violations", "verify", "register_estimate", "shared_bytes", "gemm_warpgroups"]
 
@@ -345,7 +345,7 @@ def _check_tile_walk(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
 
 def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """A stream-K split (:mod:`pt_tvm.stream_k`) walks persistently, sums one gemm's accumulator over blocks
-    (nothing else carried), lets the accumulator's role run the whole epilogue, and gives every block work;
+    (nothing else carried), lets the accumulator's role run the whole epilogue, has a part-filled wave to share;
     its loop runs unskewed (one stage, no wgmma in flight, no turns), since a segment may be one iteration."""
     def no(why: str) -> list[Violation]:
         return [Violation("stream_k", f"a stream-K split {why}")]
@@ -362,9 +362,12 @@ def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     if not runs_unskewed(plan, graph):
         return no("needs a loop without stage offsets, wgmma in flight or turns")
     trips, blocks = graph.loop.trip_count, graph.grid_blocks()
-    if blocks is None or trips != int(trips) or blocks * int(trips) < vdev.num_eus:
-        return no(f"needs a known grid with at least {vdev.num_eus} k-iterations in all "
-                  f"({blocks} tiles x {trips:g})")
+    if blocks is None or trips != int(trips):
+        return no(f"needs a known grid and trip count ({blocks} tiles x {trips:g})")
+    try:
+        Split(blocks, int(trips), vdev.num_eus)
+    except ValueError as e:
+        return no(f"has nothing to share out: {e}")
     role = plan.role(owner)
     regs = math.prod(graph.buffers[acc].shape) // ((role.warp_hi - role.warp_lo) * vdev.eu.warp_size)
     if regs % 4:

@@ -32,11 +32,13 @@ def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
 
 
 def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int,
-                   gate_rows: int = 0):
+                   gate_rows: int = 0, swap_ab: bool = False):
     """The shared tile program, a macro every kernel inlines: ``C_l = A[block row by] @ op(B)[block column bx]``.
     With ``gate_rows`` (a fused gate/up weight ``[2N, K]``, ``N = gate_rows``, read as it lies) the tile of ``B``
     is the gate projection's ``block_N / 2`` rows of block column ``bx`` stacked on the up projection's same rows,
-    so one gemm computes both halves side by side in ``C_l``."""
+    so one gemm computes both halves side by side in ``C_l``. With ``swap_ab`` (``trans_B`` only) the gemm
+    computes the tile transposed, ``C_l[block_N, block_M] = B_s @ A_s^T``: ``A``'s rows (a layer's tokens) become
+    the tensor core's N side, any multiple of 16, so a tile can cover a token count tightly."""
     half = block_N // 2
 
     @T.macro
@@ -53,27 +55,34 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
                 T.copy(B[bx * block_N, k * block_K], B_s)
             else:
                 T.copy(B[k * block_K, bx * block_N], B_s)
-            T.gemm(A_s, B_s, C_l, transpose_B=trans_B)
+            if swap_ab:
+                T.gemm(B_s, A_s, C_l, transpose_B=True)
+            else:
+                T.gemm(A_s, B_s, C_l, transpose_B=trans_B)
 
     return mainloop
 
 
 def build_gemm(
     M: int, N: int, K: int, dtype: str, trans_B: bool,
-    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
 ):
     """``C = A @ B`` (``A @ B^T`` with ``trans_B``) with fp32 accumulation; ``C`` is stored in the input
-    dtype through shared memory."""
-    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages)
+    dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed)."""
+    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     b_shape = _b_shape(N, K, trans_B)
 
     @T.prim_func
     def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_l = T.alloc_fragment((block_N, block_M) if swap_ab else (block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
             mainloop(A, B, C_l, bx, by)
-            T.copy(C_l, C_s)
+            if swap_ab:
+                for i, j in T.Parallel(block_N, block_M):
+                    C_s[j, i] = C_l[i, j]
+            else:
+                T.copy(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
     return gemm
@@ -141,6 +150,11 @@ def build_gemm_swiglu(
     return gemm_swiglu
 
 
+# swap_ab: token tiles (the tensor core's N side) that a layer's token counts fill tightly with few tiles: 777 in
+# 4 x 208, 5 x 160 or 7 x 112, 2500 in 12 x 224 (multiples of 16: wgmma takes N in multiples of 8, but TileLang
+# 0.1.15 splits an N of 200 or 216 into n8 wgmmas; powers of two are tiles of the plain orientation)
+_SWAP_ROWS = (112, 160, 208, 224)
+
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """Reject dtypes the kernels do not take and non-positive sizes; any M, N, K fits any tile (ragged edge
     tiles are zero-filled on load and clipped on store by TileLang's copies)."""
@@ -154,6 +168,21 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
             raise TemplateError(f"gemm: parameter {key!r} must be a positive int, got {params[key]!r}")
     if tile["threads"] % 32:
         raise TemplateError(f"gemm: parameter 'threads' must be a multiple of 32, got {tile['threads']}")
+    if tile.get("swap_ab") not in (None, 0, 1):
+        raise TemplateError(f"gemm: parameter 'swap_ab' must be 0 or 1, got {tile['swap_ab']!r}")
+    if tile.get("swap_ab"):
+        if not problem.get("trans_B"):
+            raise TemplateError("gemm: 'swap_ab' multiplies B as it lies ([N, K]): it needs trans_B")
+        if problem["M"] % 64 == 0:
+            raise TemplateError(f"gemm: M={problem['M']} is a multiple of 64, which plain tiles cover exactly: "
+                                "'swap_ab' is for the token counts they do not")
+        if tile["block_N"] % 64 or tile["block_M"] not in _SWAP_ROWS:
+            raise TemplateError(f"gemm: a swapped tile needs block_N a multiple of 64 (the tensor core's M side) "
+                                f"and block_M one of {_SWAP_ROWS} (its N side), got {tile['block_M']}x"
+                                f"{tile['block_N']}")
+    elif tile["block_M"] % 64:
+        raise TemplateError(f"gemm: parameter 'block_M'={tile['block_M']} must be a multiple of 64 (the tensor "
+                            "core's M side) unless the tile is swapped (swap_ab)")
     if tile["block_M"] * tile["block_N"] > _MAX_TILE:
         raise TemplateError(f"gemm: tile {tile['block_M']}x{tile['block_N']} holds more than {_MAX_TILE} fp32 "
                             f"accumulators (128 registers a thread over two warpgroups)")
@@ -230,8 +259,8 @@ GEMM = Template(
     builder=build_gemm,
     reference=_gemm_reference,
     problem=dict(_PROBLEM),
-    tile=dict(_TILE),
-    tile_space=dict(_TILE_SPACE),
+    tile={**_TILE, "swap_ab": 0},
+    tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "swap_ab": (0, 1)},
     make_inputs=_make_gemm_inputs,
     flops=_gemm_flops,
     out_idx=(2,),

@@ -315,3 +315,37 @@ def test_causal_attention_launches_the_heaviest_query_blocks_first():
     trips = [int(tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(loops[0].extent, {bx[0]: i})))
              for i in (0, 31)]
     assert trips == [32, 1]
+
+
+def test_a_swapped_gemm_tile_covers_777_tokens_in_four_and_stores_its_transpose(tmp_path) -> None:
+    """At 777 tokens x 4096 the plain tiles (multiples of 64 rows) leave a last row of tiles nearly empty; a
+    swapped tile (``swap_ab``) puts the tokens on the tensor core's N side, 208 of them: 4 x 32 tiles on 132 SMs.
+    The search prices it first; its kernel runs n208 wgmmas with the weight tile as operand A and writes each
+    accumulator element back to its place in ``C`` (the transposing copy into shared memory)."""
+    from _util import compiles_without_spills
+
+    from pt_tvm import hw
+    from pt_tvm.compiler import lower_planned, planned_func, schedule_template
+
+    result, problem, _ = schedule_template("gemm", "h100", params=dict(M=777, N=4096, K=4096, trans_B=True))
+    best = result.best
+    assert best.plan.tile["swap_ab"] == 1 and best.plan.tile["block_M"] == 208, best.plan.tile
+    assert best.graph.grid_blocks() == 4 * 32
+    plain = next(c for c in result.ranked if not c.plan.tile["swap_ab"])
+    assert best.seconds < plain.seconds
+    src = lower_planned(planned_func("gemm", problem, best, "h100"), hw.get("h100").tvm_target()).kernel_source
+    assert "kFloat32, 64, 208, 16," in src and "desc_a, (&(((half_t*)B_s)[0]))" in src
+    compiles_without_spills(src, tmp_path, "gemm_swapped")
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(block_M=208), "multiple of 64 .* unless the tile is swapped"),
+    (dict(M=777, swap_ab=1, block_M=208), "needs trans_B"),
+    (dict(M=777, trans_B=True, swap_ab=1, block_M=128), r"block_M one of \(112, 160, 208, 224\)"),
+    (dict(M=777, trans_B=True, swap_ab=1, block_M=208, block_N=160), "block_N a multiple of 64"),
+    (dict(M=1024, trans_B=True, swap_ab=1, block_M=208), "plain tiles cover exactly"),
+    (dict(M=777, trans_B=True, swap_ab=2, block_M=208), "'swap_ab' must be 0 or 1"),
+])
+def test_a_swapped_gemm_tile_is_refused_where_it_cannot_run(params, message) -> None:
+    with pytest.raises(TemplateError, match=message):
+        get("gemm").resolve(**params)
