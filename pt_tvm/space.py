@@ -351,10 +351,10 @@ def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Ex
 
 
 def stream_k_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
-    """The warp-specialized plan walked persistently with its tiles' k-iterations shared out evenly over the EUs
-    (stream-K, :mod:`pt_tvm.stream_k`), in each tile order, where whole tiles would leave the last wave part
-    empty (and a split has iterations to share out); none where the loop runs skewed (stage offsets, wgmma in flight, turns: a segment may be one
-    iteration long) or the grid's size is symbolic."""
+    """The warp-specialized plan walked persistently with the last, part-filled wave's k-iterations shared out
+    over the EUs (stream-K, :mod:`pt_tvm.stream_k`), in each tile order; none where the grid fills whole waves
+    or its size is symbolic, or the loop runs skewed (stage offsets, wgmma in flight, turns: a segment may be
+    one iteration long)."""
     blocks, trips = graph.grid_blocks(), graph.loop.trip_count
     if plan.style != Style.WARP_SPECIALIZED or blocks is None or graph.symbols or trips != int(trips) \
             or any(p.scope != "loop" for p in plan.pipelines) or not runs_unskewed(plan, graph):
