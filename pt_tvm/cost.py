@@ -464,7 +464,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         block_cycles=block,
         blocks_per_eu=bpe,
         waves=waves,
-        seconds=vdev.cycles_to_seconds(wave_cycles * waves - hidden),
+        seconds=vdev.cycles_to_seconds(wave_cycles * waves - hidden) * _wide_accumulator_factor(plan, graph, vdev),
         busy=util,
         trace=tuple(sim.events or ()),
         dram_bytes=dram_bytes,
@@ -479,6 +479,22 @@ def _stream_k_fixup_cycles(graph: STaskGraph, vdev: VDevice) -> float:
     acc = graph.buffers[accumulator(graph)[1]]
     share = vdev.l2_bandwidth / (vdev.num_eus * vdev.clock_ghz * 1e9)
     return acc.nbytes / share + vdev.eu.seu(SEUKind.TMA).latency
+
+
+# Output tiles whose accumulator takes more than WIDE_ACCUMULATOR_REGS registers a thread (256x160 and 160x256 over
+# two consumer warpgroups: 160) ran 1.08-1.15x their price (mean 1.11) on one H100, tiles of 128 or fewer 0.92-1.05x
+# (the LLaMA layer's GEMMs, benchmarks/results/2026-11-26-h100-big-tiles): ptxas keeps such consumers in 168
+# registers, little room beside the accumulator for the wgmma loop's addresses and descriptors. The model's
+# timeline does not see registers; its price of such a plan is scaled.
+WIDE_ACCUMULATOR_REGS = 128
+WIDE_ACCUMULATOR_FACTOR = 1.11
+
+
+def _wide_accumulator_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
+    eu = vdev.eu
+    regs = max((t.tile_shape[0] * t.tile_shape[1] / (max(1, wgs) * eu.warpgroup_threads)
+                for t, wgs in gemm_warpgroups(plan, graph, vdev)), default=0.0)
+    return WIDE_ACCUMULATOR_FACTOR if regs > WIDE_ACCUMULATOR_REGS else 1.0
 
 
 # Fraction of a co-resident block's time hidden under the other blocks of its SM. With 1.0 (perfect

@@ -357,3 +357,18 @@ def test_l2_bound_gemm_loops_price_deeper_pipelines_faster(fa_h100):
     assert not cost.l2_bound(fa_graph, vdev)
     assert not cost.l2_bound(_graph("gemm", "a100", M=512, N=4096, K=4096, block_M=128, block_N=128, block_K=64),
                              hw.get("a100"))
+
+
+def test_a_tile_of_more_than_128_accumulators_a_thread_is_priced_as_measured_slower():
+    """At 777 tokens x 6144 the search picks a swapped 160x256 tile (120 tiles on 132 SMs; 160 accumulators a thread
+    over two consumer warpgroups) and prices it WIDE_ACCUMULATOR_FACTOR over its timeline, as such tiles ran on one
+    H100; a 128x256 tile (128 a thread) keeps its timeline's price."""
+    from pt_tvm.compiler import schedule_template
+
+    vdev = hw.get("h100")
+    result, _, _ = schedule_template("gemm", vdev, params=dict(M=777, N=6144, K=4096, trans_B=True))
+    wide = result.best
+    assert (wide.plan.tile["block_M"], wide.plan.tile["block_N"], wide.plan.tile["swap_ab"]) == (160, 256, 1)
+    narrow = next(c for c in result.ranked if c.plan.tile["block_M"] * c.plan.tile["block_N"] <= 128 * 256)
+    assert cost._wide_accumulator_factor(wide.plan, wide.graph, vdev) == cost.WIDE_ACCUMULATOR_FACTOR > 1
+    assert cost._wide_accumulator_factor(narrow.plan, narrow.graph, vdev) == 1.0

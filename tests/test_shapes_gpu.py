@@ -54,6 +54,8 @@ RAGGED = [
     ("gemm", {"M": 250, "N": 300, "K": 100, "trans_B": True}),  # N, K rows not 16-byte aligned: no TMA for them
     ("gemm", {"M": 777, "N": 1000, "K": 1000, "trans_B": True, "swap_ab": 1, "block_M": 208}),  # tiles transposed
     ("gemm", {"M": 300, "N": 700, "K": 520, "trans_B": True, "swap_ab": 1, "block_M": 112, "dtype": "bfloat16"}),
+    ("gemm", {"M": 1000, "N": 1000, "K": 520, "trans_B": True, "block_M": 256, "block_N": 160}),  # 160 a thread
+    ("gemm", {"M": 777, "N": 1000, "K": 520, "trans_B": True, "swap_ab": 1, "block_M": 160, "block_N": 256}),
     ("gemm_rowsum", {"M": 1000, "N": 700, "K": 520}),
     ("flash_attention", {"batch": 2, "heads": 8, "kv_heads": 8, "seq_len": 1000, **FA_TILE}),
     ("flash_attention", {"batch": 2, "heads": 8, "kv_heads": 2, "seq_len": 1000, "causal": True, **FA_TILE}),
