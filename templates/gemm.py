@@ -33,11 +33,15 @@ def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
 
 
 def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int,
-                   swap_ab: bool = False):
-    """The shared tile program, a macro the GEMM kernels inline: ``C_l = A[block row by] @ op(B)[block column bx]``.
-    With ``swap_ab`` (``trans_B`` only) the gemm
+                   gate_rows: int = 0, swap_ab: bool = False):
+    """The shared tile program, a macro every kernel inlines: ``C_l = A[block row by] @ op(B)[block column bx]``.
+    With ``gate_rows`` (a fused gate/up weight ``[2N, K]``, ``N = gate_rows``, read as it lies) the tile of ``B``
+    is the gate projection's ``block_N / 2`` rows of block column ``bx`` stacked on the up projection's same rows,
+    so one gemm computes both halves side by side in ``C_l``. With ``swap_ab`` (``trans_B`` only) the gemm
     computes the tile transposed, ``C_l[block_N, block_M] = B_s @ A_s^T``: ``A``'s rows (a layer's tokens) become
     the tensor core's N side, any multiple of 16, so a tile can cover a token count tightly."""
+    half = block_N // 2
+
     @T.macro
     def mainloop(A, B, C_l, bx, by):
         A_s = T.alloc_shared((block_M, block_K), dtype)
@@ -45,7 +49,10 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
         T.clear(C_l)
         for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
             T.copy(A[by * block_M, k * block_K], A_s)
-            if trans_B:
+            if gate_rows:
+                T.copy(B[bx * half, k * block_K], B_s[0:half, :])
+                T.copy(B[gate_rows + bx * half, k * block_K], B_s[half:block_N, :])
+            elif trans_B:
                 T.copy(B[bx * block_N, k * block_K], B_s)
             else:
                 T.copy(B[k * block_K, bx * block_N], B_s)
@@ -122,37 +129,24 @@ def build_gemm_swiglu(
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
 ):
     """``C = silu(A @ W_gate^T) * (A @ W_up^T)`` for the fused weight ``W = [W_gate; W_up]`` (``[2N, K]``, as a
-    gated MLP's gate/up projection lies). A block computes ``block_N / 2`` output columns: per step of the loop
-    the gate's and the up projection's rows of those columns come to two tiles of their own (a TMA copy into a
-    row slice of one swizzled tile must start at a multiple of its swizzle's rows, which 112-row halves do not),
-    each multiplied into its own accumulator; then the gated product (through shared memory), so the ``[M, 2N]``
-    projection never reaches global memory. Gate and up are rounded to the input dtype before the gating, as
-    ``F.silu(gate) * up`` over ``F.linear``'s output rounds them."""
+    gated MLP's gate/up projection lies). A block computes ``block_N / 2`` output columns: one gemm of its ``A``
+    tile with the gate's and the up projection's rows of those columns stacked into one ``B`` tile, then the
+    gated product of the two halves (through shared memory: TileLang's fragments take one index pattern per
+    loop), so the ``[M, 2N]`` projection never reaches global memory. Gate and up are rounded to the input
+    dtype before the gating, as ``F.silu(gate) * up`` over ``F.linear``'s output rounds them."""
     half = block_N // 2
+    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N)
 
     @T.prim_func
     def gemm_swiglu(A: T.Tensor((M, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, half), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            G_l = T.alloc_fragment((block_M, half), _ACCUM)
-            U_l = T.alloc_fragment((block_M, half), _ACCUM)
-            A_s = T.alloc_shared((block_M, block_K), dtype)
-            Wg_s = T.alloc_shared((half, block_K), dtype)
-            Wu_s = T.alloc_shared((half, block_K), dtype)
-            G_s = T.alloc_shared((block_M, half), dtype)
-            U_s = T.alloc_shared((block_M, half), dtype)
-            T.clear(G_l)
-            T.clear(U_l)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_s)
-                T.copy(W[bx * half, k * block_K], Wg_s)
-                T.copy(W[N + bx * half, k * block_K], Wu_s)
-                T.gemm(A_s, Wg_s, G_l, transpose_B=True)
-                T.gemm(A_s, Wu_s, U_l, transpose_B=True)
-            T.copy(G_l, G_s)
-            T.copy(U_l, U_s)
+            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            mainloop(A, W, C_l, bx, by)
+            T.copy(C_l, C_s)
             for i, j in T.Parallel(block_M, half):
-                G_s[i, j] = G_s[i, j] / (1.0 + T.exp(-G_s[i, j])) * U_s[i, j]
-            T.copy(G_s, C[by * block_M, bx * half])
+                C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
+            T.copy(C_s[:, 0:half], C[by * block_M, bx * half])
 
     return gemm_swiglu
 
@@ -296,8 +290,8 @@ GEMM_SWIGLU = Template(
     reference=_swiglu_reference,
     problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16"},
     tile=dict(_TILE),
-    # block_N: the weight rows a block reads, gate's and up's; its output is block_N / 2 columns wide
-    tile_space={"block_M": (64, 128), "block_N": (128, 192, 224, 256), "block_K": (32, 64), "threads": (128, 256)},
+    # block_N: the B tile's rows, gate's and up's; the block's output is block_N / 2 columns wide
+    tile_space={"block_M": (64, 128), "block_N": (128, 256), "block_K": (32, 64), "threads": (128, 256)},
     make_inputs=_make_swiglu_inputs,
     flops=_swiglu_flops,
     out_idx=(2,),
