@@ -6,8 +6,10 @@ gemm template now takes tiles of 40,960 accumulators (160 registers a thread ove
 before). Per config, from one default search: its pick and the best-priced plan of at most 32,768, each checked on
 every output against float32 and timed against cuBLAS (``linear``'s layout).
 
-Run from the project root on the GPU machine: ``python -m benchmarks.experiments.big_tiles $OUT``. Writes
-``big_tiles.json``.
+With ``square`` after ``$OUT``: the gemm suite's square 8192 and 16384 (``A @ B``), in ``big_tiles-square.json``.
+
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.big_tiles $OUT [square]``. Writes
+``big_tiles.json`` (or ``big_tiles-square.json``).
 """
 import sys
 
@@ -17,6 +19,7 @@ from benchmarks.experiments.variants import compare
 _LLAMA = [(p, *LLAMA3_SHAPES[("llama3-8b", p)]) for p in ("qkv", "o", "down")]
 CONFIGS = [dict(M=M, N=N, K=K, dtype="float16", trans_B=True, note=f"llama {p} M{M}")
            for M in (2500, 2048, 4096, 777) for p, N, K in _LLAMA]
+SQUARE = [dict(M=n, N=n, K=n, dtype="float16", trans_B=False, note=f"square {n}") for n in (8192, 16384)]
 VARIANTS = ("pick", "<= 128 a thread")
 DEADLINE_S = 300
 
@@ -28,10 +31,12 @@ def variants(result, vdev):
                                      if c.plan.tile["block_M"] * c.plan.tile["block_N"] <= 128 * 256), None)}
 
 
-def main(out_dir):
-    compare(CONFIGS, variants, VARIANTS, out_dir, "big_tiles.json", "python -m benchmarks.experiments.big_tiles $OUT",
-            DEADLINE_S)
+def main(out_dir, which="layers"):
+    square = which == "square"
+    compare(SQUARE if square else CONFIGS, variants, VARIANTS, out_dir,
+            "big_tiles-square.json" if square else "big_tiles.json",
+            "python -m benchmarks.experiments.big_tiles $OUT" + (" square" if square else ""), DEADLINE_S)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
