@@ -443,8 +443,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     work = max((sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy), default=0.0)
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     hidden = 0.0
-    if plan.persistent:  # the next tile's (segment's) first loads, its fill beyond a steady iteration, run under
-        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]  # the epilogue
+    if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
+        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
         if plan.stream_k:  # the slower of a head's block (whole tiles, its head, the partial sums it adds, the
             # epilogues) and a tail's (whole tiles, its share of the tails, a partial sum published per segment);
             # each segment after the first refills the pipeline beyond what the last one's end hides
@@ -452,7 +452,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
             after_epilogue, after_fixup = max(0.0, fill - epilogue), max(0.0, fill - fixup)
             whole = split.waves * (split.n * per_iter + epilogue + after_epilogue)
             head = split.head * per_iter + split.adds * fixup + epilogue
-            tail = (-(-split.rest * split.tail // split.tail_workers) * per_iter + split.tail_segments * fixup
+            tail = (split.tail_quota * per_iter + split.tail_segments * fixup
                     + (split.tail_segments - 1) * after_fixup)
             wave_cycles, waves = fill + whole + max(head, tail), 1
         else:
@@ -491,6 +491,7 @@ WIDE_ACCUMULATOR_FACTOR = 1.11
 
 
 def _wide_accumulator_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
+    """WIDE_ACCUMULATOR_FACTOR where a gemm's accumulator takes more than WIDE_ACCUMULATOR_REGS a thread, else 1."""
     eu = vdev.eu
     regs = max((t.tile_shape[0] * t.tile_shape[1] / (max(1, wgs) * eu.warpgroup_threads)
                 for t, wgs in gemm_warpgroups(plan, graph, vdev)), default=0.0)

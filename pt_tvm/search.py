@@ -187,8 +187,8 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             note = c.note.split(", tiles in ")[0]
             consider(v, note + ("" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}")
                      + (", persistent" if v.persistent else ""))
-    # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the
-    # iterations of the busiest block, its segments' epilogues and one partial sum published and one added)
+    # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the slower
+    # of a head's block and a tail's, cost.estimate)
     if space.stream_k:
         walks = ((c, stream_k_walks(c.plan, graph, vdev)) for c in ranked(out))
         for c, splits in itertools.islice(((c, w) for c, w in walks if w), _WALK_VARIANTS):

@@ -7,7 +7,7 @@ they fill every block (``T // W`` waves, as a persistent walk does), then the ``
 out the tiles' remaining iterations (their *tails*) evenly, in tile order, so every block runs about
 ``T * n / W`` iterations. A tail segment publishes its fp32 partial sums to a workspace slot and raises its flag;
 the head's block waits for each flag of its tile, adds the partials and runs the epilogue. The arithmetic runs
-on ints (cost model, verify, tests) and on TIR expressions (emission), like :meth:`pt_tvm.plan.TileOrder.coords`.
+on ints (cost model, verify, tests); emission writes its result into the kernel as a table (:func:`fixup_source`).
 
 The heads start together at ``k = 0`` and run in step, as whole tiles do, so the blocks of heads that read one
 operand tile read it from L2 one after another; a tail block runs neighbouring tiles' tails, which share their
@@ -71,6 +71,11 @@ class Split:
         total, blocks = self.rest * self.tail, self.tail_workers
         return v * total // blocks, (v + 1) * total // blocks
 
+    @property
+    def tail_quota(self) -> int:
+        """The most tail iterations any tail block runs."""
+        return -(-self.rest * self.tail // self.tail_workers)
+
     def tail_owner(self, x: int) -> int:
         """The tail block whose range holds tail iteration ``x``."""
         total = self.rest * self.tail
@@ -99,6 +104,11 @@ class Split:
         """The first and last tail blocks holding rest tile ``t``'s tail."""
         return self.tail_owner(t * self.tail), self.tail_owner(t * self.tail + self.tail - 1)
 
+    def added(self, t: int) -> int:
+        """How many partial sums rest tile ``t``'s head adds."""
+        first, last = self.contributors(t)
+        return last - first + 1
+
     @property
     def tail_segments(self) -> int:
         """The most tail segments (partial sums published) any tail block runs."""
@@ -115,12 +125,12 @@ class Split:
     @property
     def iterations(self) -> int:
         """The most k-iterations any block runs."""
-        return self.waves * self.n + max(self.head, -(-self.rest * self.tail // self.tail_workers))
+        return self.waves * self.n + max(self.head, self.tail_quota)
 
     @property
     def adds(self) -> int:
         """The most partial sums a head's block adds."""
-        return max(b - a + 1 for t in range(self.rest) for a, b in [self.contributors(t)])
+        return max(self.added(t) for t in range(self.rest))
 
 
 def accumulator(graph: STaskGraph) -> tuple[str, str]:
@@ -161,7 +171,7 @@ def fixup_source(split: Split, regs: int, lo: int, threads: int) -> str:
             t, v = tile - split.waves * split.workers, w - split.rest
             slot = split.slot(t, v) if k0 > 0 else split.slot(t, split.contributors(t)[0]) if k1 > k0 else 0
             entries.append(f"{{{t},{k0},{k1},{slot}}}")
-    adds = [b - a + 1 for t in range(split.rest) for a, b in [split.contributors(t)]]
+    adds = [split.added(t) for t in range(split.rest)]
     return f"""
 namespace {FIXUP_NAMESPACE} {{
 __device__ const int4 rest[{len(entries)}] = {{{",".join(entries)}}};

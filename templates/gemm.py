@@ -156,6 +156,7 @@ def build_gemm_swiglu(
 # 0.1.15 splits an N of 200 or 216 into n8 wgmmas; powers of two are tiles of the plain orientation)
 _SWAP_ROWS = (112, 160, 208, 224)
 
+
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """Reject dtypes the kernels do not take and non-positive sizes; any M, N, K fits any tile (ragged edge
     tiles are zero-filled on load and clipped on store by TileLang's copies)."""
