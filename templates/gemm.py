@@ -133,20 +133,32 @@ def build_gemm_swiglu(
     tile with the gate's and the up projection's rows of those columns stacked into one ``B`` tile, then the
     gated product of the two halves (through shared memory: TileLang's fragments take one index pattern per
     loop), so the ``[M, 2N]`` projection never reaches global memory. Gate and up are rounded to the input
-    dtype before the gating, as ``F.silu(gate) * up`` over ``F.linear``'s output rounds them."""
+    dtype before the gating, as ``F.silu(gate) * up`` over ``F.linear``'s output rounds them. A half that is not
+    a power of two (112 columns) keeps the halves in shared memory as ``[2, block_M, half]``: TileLang 0.1.15
+    cannot TMA-store a column slice of a swizzled ``[block_M, 224]`` tile (a layout divisibility check)."""
     half = block_N // 2
+    split = bool(half & (half - 1))
     mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N)
 
     @T.prim_func
     def gemm_swiglu(A: T.Tensor((M, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, half), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
-            C_s = T.alloc_shared((block_M, block_N), dtype)
-            mainloop(A, W, C_l, bx, by)
-            T.copy(C_l, C_s)
-            for i, j in T.Parallel(block_M, half):
-                C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
-            T.copy(C_s[:, 0:half], C[by * block_M, bx * half])
+            if split:
+                C_s = T.alloc_shared((2, block_M, half), dtype)
+                mainloop(A, W, C_l, bx, by)
+                for i, j in T.Parallel(block_M, block_N):
+                    C_s[j // half, i, j % half] = C_l[i, j]
+                for i, j in T.Parallel(block_M, half):
+                    C_s[0, i, j] = C_s[0, i, j] / (1.0 + T.exp(-C_s[0, i, j])) * C_s[1, i, j]
+                T.copy(C_s[0, :, :], C[by * block_M:(by + 1) * block_M, bx * half:(bx + 1) * half])
+            else:
+                C_s = T.alloc_shared((block_M, block_N), dtype)
+                mainloop(A, W, C_l, bx, by)
+                T.copy(C_l, C_s)
+                for i, j in T.Parallel(block_M, half):
+                    C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
+                T.copy(C_s[:, 0:half], C[by * block_M, bx * half])
 
     return gemm_swiglu
 
@@ -292,7 +304,7 @@ GEMM_SWIGLU = Template(
     problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16"},
     tile=dict(_TILE),
     # block_N: the B tile's rows, gate's and up's; the block's output is block_N / 2 columns wide
-    tile_space={"block_M": (64, 128), "block_N": (128, 256), "block_K": (32, 64), "threads": (128, 256)},
+    tile_space={"block_M": (64, 128), "block_N": (128, 224, 256), "block_K": (32, 64), "threads": (128, 256)},
     make_inputs=_make_swiglu_inputs,
     flops=_swiglu_flops,
     out_idx=(2,),

@@ -338,6 +338,25 @@ def test_a_swapped_gemm_tile_covers_777_tokens_in_four_and_stores_its_transpose(
     compiles_without_spills(src, tmp_path, "gemm_swapped")
 
 
+def test_a_swiglu_tile_of_112_output_columns_fills_four_waves_at_512_tokens(tmp_path) -> None:
+    """The LLaMA-3-8B gate/up projection at 512 tokens: 128x256 tiles (128 output columns) make 448 blocks, 3.4
+    waves of 132 SMs; 128x224 (112 gate and 112 up rows) make 512, 3.9 waves. The search prices 224 first; its
+    halves go through a ``[2, 128, 112]`` shared tile whose first half is TMA-stored (a column slice of a
+    swizzled 224-wide tile does not lower in TileLang 0.1.15), without spills."""
+    from _util import compiles_without_spills
+
+    from pt_tvm import hw
+    from pt_tvm.compiler import lower_planned, planned_func, schedule_template
+
+    result, problem, _ = schedule_template("gemm_swiglu", "h100", params=dict(M=512, N=14336, K=4096))
+    best = result.best
+    assert (best.plan.tile["block_M"], best.plan.tile["block_N"]) == (128, 224), best.plan.tile
+    assert best.seconds < min(c.seconds for c in result.ranked if c.plan.tile["block_N"] == 256)
+    src = lower_planned(planned_func("gemm_swiglu", problem, best, "h100"), hw.get("h100").tvm_target()).kernel_source
+    assert "kFloat32, 64, 224, 16," in src and "tma_store(C_desc" in src
+    compiles_without_spills(src, tmp_path, "gemm_swiglu_224")
+
+
 @pytest.mark.parametrize("params, message", [
     (dict(block_M=208), "multiple of 64 .* unless the tile is swapped"),
     (dict(M=777, swap_ab=1, block_M=208), "needs trans_B"),

@@ -88,6 +88,8 @@ SEARCHED = [
     ("gemm", dict(M=777, N=6144, K=4096, trans_B=True)),
     ("gemm", dict(M=2500, N=4096, K=4096, trans_B=True)),  # 128x224 tiles, 3 full waves
     ("gemm_swiglu", dict(M=777, N=1000, K=1024)),
+    ("gemm_swiglu", dict(M=512, N=14336, K=4096)),  # 128x224 tiles: halves of 112 columns
+    ("gemm_swiglu", dict(M=300, N=1000, K=1024, block_N=224)),  # and a ragged last block of them
     ("flash_attention", dict(FA)),
     ("flash_attention", dict(FA, causal=True, kv_heads=2)),
     ("flash_attention", dict(FA, dim=64, heads=16, kv_heads=16)),
