@@ -6,8 +6,9 @@ from .base import Template, TemplateError
 
 __all__ = ["Template", "TemplateError", "get", "names"]
 
-_REGISTRY: dict[str, Template] = {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSUM, gemm.GEMM_SWIGLU,
+_REGISTRY: dict[str, Template] = {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSUM, gemm.GEMM_SWIGLU, gemm.GEMM_ROPE,
                                                       flash_attention.FLASH_ATTENTION,
+                                                      flash_attention.FLASH_ATTENTION_QKV,
                                                       flash_attention.FLASH_ATTENTION_VARLEN,
                                                       mamba2.CHUNK_STATE, mamba2.CHUNK_SCAN,
                                                       decode_attention.DECODE_ATTENTION)}

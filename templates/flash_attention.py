@@ -40,7 +40,7 @@ from .online_softmax import (
     update_max,
 )
 
-__all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_VARLEN", "lengths", "visible_pairs"]
+__all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_QKV", "FLASH_ATTENTION_VARLEN", "lengths", "visible_pairs"]
 
 _DTYPES = ("float16", "bfloat16")
 _DIMS = (64, 128, 256)
@@ -64,11 +64,12 @@ class _Rows:
 
 
 def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool, scale: float, groups: int,
-                  block_M: int, block_N: int, num_stages: int, kv_blocks):
-    """The FlashAttention tile program, a macro both kernels inline. ``packed``: tensors are ``[total, heads,
+                  block_M: int, block_N: int, num_stages: int, kv_blocks, k_head0: int = 0, v_head0: int = 0):
+    """The FlashAttention tile program, a macro every kernel inlines. ``packed``: tensors are ``[total, heads,
     dim]`` and a tile's rows past its sequence belong to the next one, so the output is stored row by row up to
     the sequence's end; ``guard``: some rows may see no key (their running max stays ``-inf``; they output 0);
-    ``kv_blocks(rows)``: the key blocks the query block reads."""
+    ``kv_blocks(rows)``: the key blocks the query block reads; ``k_head0``/``v_head0``: the head index of the
+    first key/value head in ``K``/``V`` (past the query heads where the three are one tensor)."""
 
     def seq(buf, rows: _Rows, start, n: int, head):
         """Rows ``start .. start + n`` of ``buf``'s sequence dim at ``head``."""
@@ -107,7 +108,7 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         T.fill(logsum, 0)
         T.fill(scores_max, -T.infinity(ACCUM))
         for k in T.Pipelined(kv_blocks(rows), num_stages=num_stages):
-            T.copy(seq(K, rows, rows.k0 + k * block_N, block_N, rows.h // groups), K_shared)
+            T.copy(seq(K, rows, rows.k0 + k * block_N, block_N, k_head0 + rows.h // groups), K_shared)
             for i, j in T.Parallel(block_M, block_N):
                 acc_s[i, j] = mask(rows, i, j, k)
             T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
@@ -119,7 +120,7 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
             else:
                 rescale_and_exponentiate(acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale,
                                          scores_sum, logsum, scale)
-            T.copy(seq(V, rows, rows.k0 + k * block_N, block_N, rows.h // groups), V_shared)
+            T.copy(seq(V, rows, rows.k0 + k * block_N, block_N, v_head0 + rows.h // groups), V_shared)
             T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
         if guard:
             normalize_or_zero(acc_o, logsum)
@@ -164,18 +165,7 @@ def build_flash_attention(
     sq, sk = lengths({"seq_len": seq_len, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k})
     q_shape = (batch, sq, heads, dim)
     kv_shape = (batch, sk, kv_heads, dim)
-    n_blocks = T.ceildiv(sk, block_N)
-
-    def kv_blocks(rows: _Rows):
-        """Key blocks query block ``rows.qb`` attends to (none for a block whose queries see no key)."""
-        if not causal:
-            return n_blocks
-        seen = T.ceildiv((rows.qb + 1) * block_M + sk - sq, block_N) if sk != sq else \
-            T.ceildiv((rows.qb + 1) * block_M, block_N)
-        return T.min(n_blocks, seen) if sk >= sq else T.max(0, T.min(n_blocks, seen))
-
-    program = _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
-                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks)
+    program = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M, block_N, num_stages)
 
     @T.prim_func
     def flash_attention(
@@ -186,6 +176,43 @@ def build_flash_attention(
             program(Q, K, V, O, _Rows(bz, by, _query_block(bx, T.ceildiv(sq, block_M), causal), 0, 0, sq, sk))
 
     return flash_attention
+
+
+def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal: bool, softmax_scale: float,
+                  dtype: str, block_M: int, block_N: int, num_stages: int, k_head0: int = 0, v_head0: int = 0):
+    """The tile program over ``[batch, seqlen, heads, dim]`` tensors: every query block reads the key blocks it sees."""
+    n_blocks = T.ceildiv(sk, block_N)
+
+    def kv_blocks(rows: _Rows):
+        """Key blocks query block ``rows.qb`` attends to (none for a block whose queries see no key)."""
+        if not causal:
+            return n_blocks
+        seen = T.ceildiv((rows.qb + 1) * block_M + sk - sq, block_N) if sk != sq else \
+            T.ceildiv((rows.qb + 1) * block_M, block_N)
+        return T.min(n_blocks, seen) if sk >= sq else T.max(0, T.min(n_blocks, seen))
+
+    return _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
+                         heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0)
+
+
+def build_flash_attention_qkv(
+    batch: int, heads: int, kv_heads: int, seq_len: int, dim: int, causal: bool, softmax_scale: float, dtype: str,
+    block_M: int, block_N: int, threads: int, num_stages: int,
+):
+    """Self-attention over one ``QKV [batch, seqlen, heads + 2 kv_heads, dim]`` tensor (the query heads, then the
+    key heads, then the value heads: a fused QKV projection's output viewed by heads, as ``gemm_rope`` writes it),
+    so the projection's output is read as it lies; ``O [batch, seqlen, heads, dim]``."""
+    program = _bshd_program(heads, kv_heads, seq_len, seq_len, dim, causal, softmax_scale, dtype, block_M, block_N,
+                            num_stages, k_head0=heads, v_head0=heads + kv_heads)
+
+    @T.prim_func
+    def flash_attention_qkv(QKV: T.Tensor((batch, seq_len, heads + 2 * kv_heads, dim), dtype),
+                            O: T.Tensor((batch, seq_len, heads, dim), dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            rows = _Rows(bz, by, _query_block(bx, T.ceildiv(seq_len, block_M), causal), 0, 0, seq_len, seq_len)
+            program(QKV, QKV, QKV, O, rows)
+
+    return flash_attention_qkv
 
 
 def build_flash_attention_varlen(
@@ -277,6 +304,12 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     _check_common("flash_attention", problem, tile)
 
 
+def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """``flash_attention_qkv``'s ``Template.check``."""
+    _check_int("flash_attention_qkv", "seq_len", problem["seq_len"])
+    _check_common("flash_attention_qkv", problem, tile)
+
+
 def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """``flash_attention_varlen``'s ``Template.check``."""
     for key in ("max_seqlen_q", "max_seqlen_k"):
@@ -300,6 +333,12 @@ def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Gener
     return (_randn((p["batch"], sq, p["heads"], p["dim"]), p, device, generator),
             _randn((p["batch"], sk, p["kv_heads"], p["dim"]), p, device, generator),
             _randn((p["batch"], sk, p["kv_heads"], p["dim"]), p, device, generator))
+
+
+def _make_qkv_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """``QKV [B, S, H + 2 Hkv, D]``."""
+    p = problem
+    return (_randn((p["batch"], p["seq_len"], p["heads"] + 2 * p["kv_heads"], p["dim"]), p, device, generator),)
 
 
 def _varlen_seqlens(batch: int, longest: int, device: Any, generator: torch.Generator | None) -> torch.Tensor:
@@ -366,6 +405,12 @@ def _reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, **problem: Any
     return _reference_bshd(Q, K, V, bool(problem.get("causal")), _softmax_scale(problem, Q.shape[-1]))
 
 
+def _qkv_reference(QKV: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """Float32 attention ``[B, S, H, D]`` of the query, key and value heads of ``QKV``."""
+    q, k, v = QKV.split([problem["heads"], problem["kv_heads"], problem["kv_heads"]], dim=2)
+    return _reference(q, k, v, **problem)
+
+
 def _varlen_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, **problem: Any) -> torch.Tensor:
     """Float32 attention ``[total_q, H, D]``, one sequence at a time."""
@@ -418,6 +463,22 @@ FLASH_ATTENTION = Template(
     check=_check,
     doc="Attention forward, BSHD: O = softmax(Q K^T * scale) V, any lengths (seq_len_q/seq_len_k: a KV cache; "
         "0: seq_len), causal aligned bottom-right, GQA/MQA, softmax_scale 0: 1/sqrt(D).",
+    pass_configs=FAST_MATH,
+)
+
+FLASH_ATTENTION_QKV = Template(
+    name="flash_attention_qkv",
+    builder=build_flash_attention_qkv,
+    reference=_qkv_reference,
+    problem={"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 4096, **_COMMON, "causal": True},
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
+    make_inputs=_make_qkv_inputs,
+    flops=lambda p: _flops({**p, "seq_len_q": 0, "seq_len_k": 0}),
+    out_idx=(1,),
+    check=_check_qkv,
+    doc="Self-attention over one QKV [B, S, H + 2 Hkv, D] tensor (query, key, value heads: a fused QKV projection's "
+        "output, as gemm_rope writes it) -> O [B, S, H, D]; causal, GQA/MQA, softmax_scale 0: 1/sqrt(D).",
     pass_configs=FAST_MATH,
 )
 

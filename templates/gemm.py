@@ -16,7 +16,7 @@ import torch
 
 from .base import FAST_MATH, Template, TemplateError
 
-__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU"]
+__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
 
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
@@ -71,22 +71,83 @@ def build_gemm(
     """``C = A @ B`` (``A @ B^T`` with ``trans_B``) with fp32 accumulation; ``C`` is stored in the input
     dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed)."""
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
+    to_shared = _to_shared(block_M, block_N, bool(swap_ab))
     b_shape = _b_shape(N, K, trans_B)
 
     @T.prim_func
     def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            C_l = T.alloc_fragment((block_N, block_M) if swap_ab else (block_M, block_N), _ACCUM)
+            C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
             mainloop(A, B, C_l, bx, by)
-            if swap_ab:
-                for i, j in T.Parallel(block_N, block_M):
-                    C_s[j, i] = C_l[i, j]
-            else:
-                T.copy(C_l, C_s)
+            to_shared(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
     return gemm
+
+
+def _accumulator(block_M: int, block_N: int, swap_ab: int) -> tuple[int, int]:
+    """The fp32 fragment's shape: ``[block_M, block_N]``, transposed for a swapped tile."""
+    return (block_N, block_M) if swap_ab else (block_M, block_N)
+
+
+def _to_shared(block_M: int, block_N: int, swap_ab: bool):
+    """A macro: the accumulator ``C_l`` rounded into the ``[block_M, block_N]`` shared tile ``C_s`` (transposed
+    back from a swapped tile's ``[block_N, block_M]``)."""
+
+    @T.macro
+    def to_shared(C_l, C_s):
+        if swap_ab:
+            for i, j in T.Parallel(block_N, block_M):
+                C_s[j, i] = C_l[i, j]
+        else:
+            T.copy(C_l, C_s)
+
+    return to_shared
+
+
+def build_gemm_rope(
+    M: int, K: int, heads: int, kv_heads: int, head_dim: int, seqlen: int, dtype: str,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
+):
+    """An attention layer's fused QKV projection with its rotary embedding: ``C = A @ W^T`` for ``W [N, K]`` (the
+    query heads' rows, then the key heads', then the value heads'), the query and key heads rotated in the
+    epilogue (``x cos + rotate_half(x) sin``, HF's pairing of a head's halves, at position ``row % seqlen``), so
+    ``C`` viewed ``[batch, seqlen, heads + 2 kv_heads, head_dim]`` is what packed attention reads and no rotated
+    copy reaches global memory. The projection is rounded to the input dtype before the rotation, as
+    ``rope(F.linear(...))`` rounds it: the tile goes to shared memory, is rotated from there into the fp32
+    fragment (TileLang's fragments take one index pattern per loop; value columns pass through) and stored."""
+    D, half = head_dim, head_dim // 2
+    N, rotated = (heads + 2 * kv_heads) * head_dim, (heads + kv_heads) * head_dim
+    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
+    to_shared = _to_shared(block_M, block_N, bool(swap_ab))
+
+    def rotate(C_s, cos, sin, i, j, bx, by):
+        """Element ``(i, j)`` of the tile in fp32, rotated in a query or key tile: ``x_j cos_j - x_{j+half} sin_j``
+        in a head's first half, ``x_j cos_j + x_{j-half} sin_j`` in its second (``j`` within the head)."""
+        d, pos = j % D, (by * block_M + i) % seqlen
+        partner = T.Cast(_ACCUM, C_s[i, j - d + (d + half) % D]) * T.if_then_else(d < half, -1.0, 1.0)
+        turned = T.Cast(_ACCUM, C_s[i, j]) * T.Cast(_ACCUM, cos[pos, d]) + partner * T.Cast(_ACCUM, sin[pos, d])
+        return T.if_then_else(bx * block_N < rotated, turned, T.Cast(_ACCUM, C_s[i, j]))
+
+    @T.prim_func
+    def gemm_rope(A: T.Tensor((M, K), dtype), W: T.Tensor((N, K), dtype), cos: T.Tensor((seqlen, D), dtype),
+                  sin: T.Tensor((seqlen, D), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            mainloop(A, W, C_l, bx, by)
+            to_shared(C_l, C_s)
+            if swap_ab:
+                for j, i in T.Parallel(block_N, block_M):
+                    C_l[j, i] = rotate(C_s, cos, sin, i, j, bx, by)
+            else:
+                for i, j in T.Parallel(block_M, block_N):
+                    C_l[i, j] = rotate(C_s, cos, sin, i, j, bx, by)
+            to_shared(C_l, C_s)
+            T.copy(C_s, C[by * block_M, bx * block_N])
+
+    return gemm_rope
 
 
 def build_gemm_rowsum(
@@ -198,8 +259,32 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         raise TemplateError(f"gemm: parameter 'block_M'={tile['block_M']} must be a multiple of 64 (the tensor "
                             "core's M side) unless the tile is swapped (swap_ab)")
     if tile["block_M"] * tile["block_N"] > _MAX_TILE:
-        raise TemplateError(f"gemm: tile {tile['block_M']}x{tile['block_N']} holds more than {_MAX_TILE} fp32 "
-                            f"accumulators (160 registers a thread over two warpgroups)")
+        raise TemplateError(f"gemm: parameters 'block_M' x 'block_N' = {tile['block_M']}x{tile['block_N']} hold more "
+                            f"than {_MAX_TILE} fp32 accumulators (160 registers a thread over two warpgroups)")
+
+
+def _rope_dims(problem: Mapping[str, Any]) -> tuple[int, int, int]:
+    """``(n_q, n_kv, N)``: the query, the key (and value) and all columns of a QKV projection."""
+    n_q, n_kv = problem["heads"] * problem["head_dim"], problem["kv_heads"] * problem["head_dim"]
+    return n_q, n_kv, n_q + 2 * n_kv
+
+
+def _check_rope(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """The GEMM's checks on ``A @ W^T``, and tiles that each hold whole heads of one of Q, K or V (a head's halves
+    pair in the rotation; a tile is stored into one output); ``M`` is a whole number of sequences."""
+    for key in ("heads", "kv_heads", "head_dim", "seqlen"):
+        if not isinstance(problem[key], int) or isinstance(problem[key], bool) or problem[key] <= 0:
+            raise TemplateError(f"gemm_rope: parameter {key!r} must be a positive int, got {problem[key]!r}")
+    n_q, n_kv, N = _rope_dims(problem)
+    _check({"M": problem["M"], "N": N, "K": problem["K"], "dtype": problem["dtype"], "trans_B": True}, tile)
+    if problem["head_dim"] % 2:
+        raise TemplateError(f"gemm_rope: parameter 'head_dim' must be even, got {problem['head_dim']}")
+    if problem["M"] % problem["seqlen"]:
+        raise TemplateError(f"gemm_rope: M={problem['M']} must be batch x seqlen (seqlen={problem['seqlen']})")
+    if tile["block_N"] % problem["head_dim"] or n_kv % tile["block_N"]:
+        raise TemplateError(f"gemm_rope: parameter 'block_N'={tile['block_N']} must be a multiple of head_dim="
+                            f"{problem['head_dim']} dividing the key heads' {n_kv} columns (a tile holds whole heads, "
+                            "all rotated or none)")
 
 
 def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Generator | None,
@@ -236,6 +321,34 @@ def _swiglu_reference(A: torch.Tensor, W: torch.Tensor, **problem: Any) -> torch
     return torch.nn.functional.silu(gate) * up
 
 
+def _rope_tables(seqlen: int, head_dim: int, device: Any, dtype: str, theta: float = 500000.0) -> tuple:
+    """``cos``, ``sin [seqlen, head_dim]`` of positions ``0..seqlen-1`` (LLaMA-3's ``theta``), in ``dtype``."""
+    inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(seqlen, device=device, dtype=torch.float32), inv_freq).repeat(1, 2)
+    return angles.cos().to(getattr(torch, dtype)), angles.sin().to(getattr(torch, dtype))
+
+
+def _make_rope_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
+    """Random ``A[M, K]``, ``W[N, K]`` (scaled by ``1/sqrt(K)``: O(1) projections) and the rotary tables."""
+    M, K, dtype = problem["M"], problem["K"], problem["dtype"]
+    W = _randn((_rope_dims(problem)[2], K), dtype, device, generator, scale=K ** -0.5)
+    return (_randn((M, K), dtype, device, generator), W,
+            *_rope_tables(problem["seqlen"], problem["head_dim"], device, dtype))
+
+
+def _rope_reference(A: torch.Tensor, W: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, **problem: Any
+                    ) -> torch.Tensor:
+    """``A @ W^T`` in float32 with the query and key heads rotated at position ``row % seqlen``."""
+    n_q, n_kv, _ = _rope_dims(problem)
+    D, M = problem["head_dim"], A.shape[0]
+    C = (A.float() @ W.float().T).reshape(M, -1, D)
+    pos = torch.arange(M, device=A.device) % problem["seqlen"]
+    c, s = cos.float()[pos][:, None], sin.float()[pos][:, None]
+    qk = C[:, :(n_q + n_kv) // D]
+    x1, x2 = qk.chunk(2, dim=-1)
+    return torch.cat((qk * c + torch.cat((-x2, x1), dim=-1) * s, C[:, (n_q + n_kv) // D:]), dim=1).reshape(M, -1)
+
+
 def _gemm_reference(A: torch.Tensor, B: torch.Tensor, **problem: Any) -> torch.Tensor:
     """``A @ B`` (``A @ B^T`` with ``trans_B``) in float32."""
     return A.float() @ (B.float().T if problem.get("trans_B") else B.float())
@@ -251,6 +364,12 @@ def _rowsum_reference(A: torch.Tensor, B: torch.Tensor, S: torch.Tensor, **probl
 def _gemm_flops(problem: Mapping[str, Any]) -> float:
     """Multiply-adds of ``A @ B``."""
     return 2.0 * problem["M"] * problem["N"] * problem["K"]
+
+
+def _rope_flops(problem: Mapping[str, Any]) -> float:
+    """The projection's multiply-adds and three operations per rotated element."""
+    n_q, n_kv, N = _rope_dims(problem)
+    return 2.0 * problem["M"] * N * problem["K"] + 3.0 * problem["M"] * (n_q + n_kv)
 
 
 def _rowsum_flops(problem: Mapping[str, Any]) -> float:
@@ -311,4 +430,20 @@ GEMM_SWIGLU = Template(
     check=_check,
     pass_configs=FAST_MATH,
     doc="C[M,N] = silu(A @ W[:N]^T) * (A @ W[N:]^T) for a fused gate/up weight W[2N,K] (fp16/bf16, fp32 accumulation).",
+)
+
+GEMM_ROPE = Template(
+    name="gemm_rope",
+    builder=build_gemm_rope,
+    reference=_rope_reference,
+    problem={"M": 4096, "K": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "seqlen": 4096, "dtype": "float16"},
+    tile={**_TILE, "swap_ab": 0},
+    tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "block_N": (64, 128, 256),
+                "swap_ab": (0, 1)},
+    make_inputs=_make_rope_inputs,
+    flops=_rope_flops,
+    out_idx=(4,),
+    check=_check_rope,
+    doc="C = A @ W^T for a fused QKV weight W [(heads + 2 kv_heads) head_dim, K], query and key heads rotated (RoPE, "
+        "HF's halves, position row % seqlen) from cos/sin [seqlen, head_dim] tables (fp16/bf16, fp32 accumulation).",
 )

@@ -184,7 +184,7 @@ def test_llama_layer_over_pt_tvm_ops_matches_float32(reference_kernels):
     out = layer(x)
     assert out.dtype == torch.float16
     assert rel_err(out.float() - x.float(), ref - x.float()) < LAYER_TOL["float16"]
-    assert len(reference_kernels) == 5  # qkv, attention, o, gate/up, down: one kernel each
+    assert len(reference_kernels) == 5  # qkv with RoPE, attention, o, gate/up, down: one kernel each
 
 
 def test_mamba2_scan_over_pt_tvm_ops_matches_float32(reference_kernels):
@@ -228,8 +228,8 @@ def test_list_and_dry_run(tmp_path, capsys):
     rows = {(r["kernel"], r["system"]): r for r in run["rows"]}
     assert len(rows) == 9 and all(r["valid"] is None and r["ms"] is None for r in rows.values())
     llama = rows[("llama3-8b", "pt-tvm+compile")]["kernels"]
-    assert llama == ["gemm(777x4096 float16, 6144x4096 float16, True)",
-                     "attention(1x777x32x128 float16, 1x777x8x128 float16, 1x777x8x128 float16, True)",
+    assert llama == ["qkv_rope(1x777x4096 float16, 6144x4096 float16, 777x128 float16, 777x128 float16, 8)",
+                     "attention_qkv(1x777x48x128 float16, 8, True)",
                      "gemm(777x4096 float16, 4096x4096 float16, True)",
                      "gemm_swiglu(777x4096 float16, 28672x4096 float16)",
                      "gemm(777x14336 float16, 4096x14336 float16, True)"]

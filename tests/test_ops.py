@@ -29,8 +29,8 @@ def randn(*shape, dtype=F16, device="cpu", seed=0):
 
 # ---------------------------------------------------------------- registration and shapes
 def test_ops_are_registered_under_pt_tvm():
-    for name in ("attention", "decode_attention", "gemm", "matmul", "linear", "chunk_state", "chunk_scan",
-                 "ssd_chunk_scan"):
+    for name in ("attention", "attention_qkv", "decode_attention", "gemm", "matmul", "linear", "qkv_rope",
+                 "chunk_state", "chunk_scan", "ssd_chunk_scan"):
         packet = getattr(torch.ops.pt_tvm, name)
         assert packet.default._schema.name == f"pt_tvm::{name}"
     assert "bool causal=False" in str(torch.ops.pt_tvm.attention.default._schema)
@@ -57,6 +57,9 @@ def test_fake_tensors_propagate_shapes_and_dtypes():
         assert torch.ops.pt_tvm.gemm(e(7, 64), e(16, 64), True).shape == (7, 16)
         assert ops.swiglu(e(3, 5, 64), e(32, 64)).shape == (3, 5, 16)
         assert torch.ops.pt_tvm.gemm_swiglu(e(7, 64), e(32, 64)).shape == (7, 16)
+        qkv = ops.qkv_rope(e(2, 100, 256), e(6 * 64, 256), e(100, 64), e(100, 64), 1)
+        assert (qkv.shape, qkv.dtype) == ((2, 100, 6, 64), F16)
+        assert ops.attention_qkv(qkv, 1, causal=True).shape == (2, 100, 4, 64)
         lens = e(2, dtype=torch.int32)
         out = ops.decode_attention(e(2, 4, 32, 128), e(2, 4096, 8, 128), e(2, 4096, 8, 128), lens)
         assert (out.shape, out.dtype) == ((2, 4, 32, 128), F16)
@@ -317,6 +320,25 @@ def test_attention_through_the_dispatch(dispatch):
                                          v.float().repeat_interleave(2, 2).transpose(1, 2), is_causal=True)
     assert rel_err(out.float(), ref.transpose(1, 2)) < REL_TOL["float16"]
     assert (calls.search, calls.compile) == (1, 1)
+
+
+def test_qkv_rope_and_packed_attention_through_the_dispatch(dispatch):
+    """An attention layer's projection with RoPE and attention over its output (two sequences of 100, GQA 4/2):
+    the ``gemm_rope`` problem carries the sequence length the positions wrap at; the result matches the layer's
+    F.linear, rope and SDPA in float32."""
+    from benchmarks.layers.models import _rope_tables, rope
+
+    calls, store = dispatch
+    x, w = randn(2, 100, 128), randn(8 * 64, 128, seed=1) / 128 ** 0.5
+    cos, sin = _rope_tables(100, 64, 10000.0, "cpu", torch.float16)
+    out = ops.attention_qkv(ops.qkv_rope(x, w, cos, sin, 2), 2, causal=True)
+    q, k, v = F.linear(x.float(), w.float()).view(2, 100, 8, 64).split([4, 2, 2], dim=2)
+    ref = _attention_reference(rope(q, cos.float(), sin.float()), rope(k, cos.float(), sin.float()), v, True)
+    assert rel_err(out.float(), ref) < REL_TOL["float16"]
+    problems = {name: dict(problem) for name, problem, _ in store._kernels}
+    assert problems["gemm_rope"] == {"M": 200, "K": 128, "heads": 4, "kv_heads": 2, "head_dim": 64, "seqlen": 100,
+                                     "dtype": "float16"}
+    assert problems["flash_attention_qkv"]["seq_len"] == 100 and (calls.search, calls.compile) == (2, 2)
 
 
 def _attention_reference(q, k, v, causal, scale=None):

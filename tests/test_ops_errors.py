@@ -172,6 +172,24 @@ CASES = [
     ("ssd-limit", lambda: ops.ssd_chunk_scan(**ssd_args(), dt_limit=(0.1, 0.01)), ValueError,
      r"argument 'dt_limit' must be \(min, max\) with min <= max"),
     ("ssd-cpu", lambda: ops.ssd_chunk_scan(**ssd_args()), ValueError, "argument 'x' is on cpu"),
+    # qkv_rope, attention_qkv
+    ("rope-x-2d", lambda: ops.qkv_rope(e(100, 256), e(384, 256), e(100, 64), e(100, 64), 1), ValueError,
+     r"argument 'x' must have 3 dims \[batch, seqlen, hidden\]"),
+    ("rope-cos-positions", lambda: ops.qkv_rope(e(2, 100, 256), e(384, 256), e(99, 64), e(99, 64), 1), ValueError,
+     "argument 'cos' has 99 positions, 'x' 100"),
+    ("rope-sin-dtype", lambda: ops.qkv_rope(e(2, 100, 256), e(384, 256), e(100, 64), e(100, 64, dtype=F32), 1),
+     TypeError, "argument 'sin' must be float16"),
+    ("rope-heads", lambda: ops.qkv_rope(e(2, 100, 256), e(384, 256), e(100, 64), e(100, 64), 3), ValueError,
+     r"argument 'weight' \(384 rows\) must hold heads \+ 2 kv_heads heads of head_dim=64"),
+    ("rope-hidden", lambda: ops.qkv_rope(e(2, 100, 256), e(384, 128), e(100, 64), e(100, 64), 1), ValueError,
+     "argument 'weight' has K=128"),
+    ("rope-cpu", lambda: ops.qkv_rope(e(2, 100, 256), e(384, 256), e(100, 64), e(100, 64), 1), ValueError,
+     "argument 'x' is on cpu"),
+    ("qkv-kv-heads", lambda: ops.attention_qkv(e(2, 100, 6, 64), 3), ValueError,
+     r"argument 'kv_heads'=3 must be positive and leave 'qkv' \(6 heads\) query heads that it divides"),
+    ("qkv-3d", lambda: ops.attention_qkv(e(200, 6, 64), 1), ValueError, "argument 'qkv' must have 4 dims"),
+    ("qkv-scale", lambda: ops.attention_qkv(e(2, 100, 6, 64), 1, softmax_scale=-1.0), ValueError,
+     "argument 'softmax_scale' must be a positive finite number"),
 ]
 
 

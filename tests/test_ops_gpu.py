@@ -129,6 +129,29 @@ def test_swiglu(gen, shape, dtype):
     close(ops.swiglu(x, w), F.silu(gate) * up, dtype, "swiglu")
 
 
+@pytest.mark.parametrize("batch, seqlen, heads, kv_heads, head_dim, dtype", [
+    (2, 777, 32, 8, 128, F16), (1, 300, 8, 2, 64, BF16)], ids=["llama-777", "ragged-bf16"])
+def test_qkv_rope_and_packed_attention(gen, batch, seqlen, heads, kv_heads, head_dim, dtype):
+    """An attention layer's projection with RoPE (positions wrapping per sequence) and attention over its output,
+    against F.linear, HF's rotation and attention in float32."""
+    hidden = heads * head_dim
+    x = randn(gen, batch, seqlen, hidden, dtype=dtype)
+    w = (randn(gen, (heads + 2 * kv_heads) * head_dim, hidden, dtype=torch.float32) / hidden ** 0.5).to(dtype)
+    angles = torch.outer(torch.arange(seqlen, device="cuda", dtype=torch.float32),
+                         500000.0 ** -(torch.arange(0, head_dim, 2, device="cuda") / head_dim)).repeat(1, 2)
+    cos, sin = angles.cos().to(dtype), angles.sin().to(dtype)
+    qkv = ops.qkv_rope(x, w, cos, sin, kv_heads)
+    C = F.linear(x.float(), w.float()).view(batch, seqlen, -1, head_dim)
+    c, s = cos.float()[:, None], sin.float()[:, None]
+    turned = C[:, :, :heads + kv_heads]
+    x1, x2 = turned.chunk(2, dim=-1)
+    ref = torch.cat((turned * c + torch.cat((-x2, x1), dim=-1) * s, C[:, :, heads + kv_heads:]), dim=2)
+    close(qkv, ref, dtype, "qkv_rope")
+    q, k, v = ref.split([heads, kv_heads, kv_heads], dim=2)
+    close(ops.attention_qkv(qkv, kv_heads, causal=True), attention_reference(q, k, v, causal=True).transpose(1, 2),
+          dtype, "attention_qkv")
+
+
 # ---------------------------------------------------------------- Mamba2 SSD
 SSD = {"batch": 2, "seqlen": 512, "heads": 8, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 2}
 

@@ -3,6 +3,7 @@ hand schedule, validate their parameters, and their references match naive float
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import tilelang
@@ -355,6 +356,66 @@ def test_a_swiglu_tile_of_112_output_columns_fills_four_waves_at_512_tokens(tmp_
     src = lower_planned(planned_func("gemm_swiglu", problem, best, "h100"), hw.get("h100").tvm_target()).kernel_source
     assert "kFloat32, 64, 224, 16," in src and "tma_store(C_desc" in src
     compiles_without_spills(src, tmp_path, "gemm_swiglu_224")
+
+
+def test_gemm_rope_reference_rotates_the_query_and_key_heads_as_hf_does() -> None:
+    """The template's reference against ``apply_rotary_pos_emb`` written out per head (complex rotation of the
+    pairs ``(x_d, x_{d + D/2})``) at position ``row % seqlen``, two sequences of 5, value heads untouched."""
+    t = get("gemm_rope")
+    p, _ = t.resolve(M=10, K=32, heads=2, kv_heads=1, head_dim=8, seqlen=5, block_N=8)
+    A, W, cos, sin = t.make_inputs(p, "cpu", torch.Generator().manual_seed(0))
+    out = t.reference(A, W, cos, sin, **p).reshape(10, 4, 8)
+    C = (A.double() @ W.double().T).reshape(10, 4, 8)
+    angle = torch.atan2(sin.double(), cos.double())[:, :4].repeat(2, 1)  # rows: positions 0-4 twice
+    turned = torch.view_as_real(torch.complex(C[..., :4], C[..., 4:]) * torch.exp(1j * angle)[:, None])
+    want = torch.cat((turned[..., 0], turned[..., 1]), dim=-1)
+    assert torch.allclose(out[:, :3].double(), want[:, :3], atol=2e-2)
+    assert torch.allclose(out[:, 3].double(), C[:, 3], atol=1e-5)
+    assert not torch.allclose(out[:, :3].double(), C[:, :3], atol=1e-1)
+
+
+def test_gemm_rope_kernel_rotates_in_its_epilogue_and_compiles_without_spills(tmp_path) -> None:
+    """LLaMA-3-8B's QKV projection at 777 tokens: the search's pick (a swapped tile, as the plain GEMM's) reads
+    the rotary tables in its epilogue and stores one [M, N] tile per block; no spills."""
+    from _util import compiles_without_spills
+
+    from pt_tvm import hw
+    from pt_tvm.compiler import lower_planned, planned_func, schedule_template
+
+    result, problem, _ = schedule_template("gemm_rope", "h100", params=dict(M=777, seqlen=777))
+    best = result.best
+    assert best.plan.tile["block_N"] in (128, 256)
+    src = lower_planned(planned_func("gemm_rope", problem, best, "h100"), hw.get("h100").tvm_target()).kernel_source
+    for table in ("cos", "sin"):
+        assert f"half_t* __restrict__ {table})" in src or f"half_t* __restrict__ {table}," in src
+        assert re.search(rf"\b{table}(_1)?\[", src), table
+    assert "tma_store(C_desc" in src
+    compiles_without_spills(src, tmp_path, "gemm_rope")
+
+
+def test_packed_attention_reads_keys_and_values_past_the_query_heads() -> None:
+    """``flash_attention_qkv`` reads one [B, S, H + 2 Hkv, D] tensor: the key copy at head ``H + h // g``, the value
+    copy at ``H + Hkv + h // g`` (GQA 32/8), and the same plan as the three-tensor template."""
+    from pt_tvm.compiler import schedule_template
+
+    packed, _, _ = schedule_template("flash_attention_qkv", "h100", params=dict(seq_len=1024))
+    split, _, _ = schedule_template("flash_attention", "h100",
+                                    params=dict(batch=1, heads=32, kv_heads=8, seq_len=1024, causal=True))
+    reads = [a for s in packed.best.graph.stasks for a in s.reads if a.buffer == "QKV"]
+    heads = sorted(a.offsets[2] for a in reads)
+    assert heads == ["32 + by // 4", "40 + by // 4", "by"], heads
+    assert packed.best.plan.tile == split.best.plan.tile and packed.best.seconds == pytest.approx(split.best.seconds)
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(block_N=64), "must be a multiple of head_dim=128"),
+    (dict(kv_heads=1, block_N=256), "dividing the key heads' 128 columns"),
+    (dict(M=1000, seqlen=300), "M=1000 must be batch x seqlen"),
+    (dict(head_dim=7, block_N=64), "must be even"),
+])
+def test_gemm_rope_refuses_tiles_that_split_a_head(params, message) -> None:
+    with pytest.raises(TemplateError, match=message):
+        get("gemm_rope").resolve(**params)
 
 
 @pytest.mark.parametrize("params, message", [

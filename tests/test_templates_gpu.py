@@ -90,6 +90,8 @@ SEARCHED = [
     ("gemm_swiglu", dict(M=777, N=1000, K=1024)),
     ("gemm_swiglu", dict(M=512, N=14336, K=4096)),  # 128x224 tiles: halves of 112 columns
     ("gemm_swiglu", dict(M=300, N=1000, K=1024, block_N=224)),  # and a ragged last block of them
+    ("gemm_rope", dict(M=2 * 777, seqlen=777)),  # LLaMA-3-8B's QKV with RoPE, two ragged sequences
+    ("flash_attention_qkv", dict(batch=2, seq_len=777)),
     ("flash_attention", dict(FA)),
     ("flash_attention", dict(FA, causal=True, kv_heads=2)),
     ("flash_attention", dict(FA, dim=64, heads=16, kv_heads=16)),

@@ -104,6 +104,9 @@ class Ops:
     ssd: Callable[..., Tensor]  # (x, dt, A, B, C, chunk, D, dt_bias) -> y [batch, seqlen, heads, headdim]
     gated_rms_norm: Callable[..., Tensor]  # (y, z, weight, eps, group_size) -> rmsnorm(y * silu(z)) * weight
     swiglu: Callable[[Tensor, Tensor], Tensor] = swiglu  # (x [..., in], weight [2N, in]) -> [..., N]
+    # (x, fused QKV weight, cos, sin, kv_heads) -> causal attention's output [batch, seqlen, heads, head_dim]: the
+    # projection, RoPE and attention as one set's kernels fuse them; None: ``linear``, :func:`rope`, ``attention``
+    rope_attention: Callable[[Tensor, Tensor, Tensor, Tensor, int], Tensor] | None = None
 
 
 # ---------------------------------------------------------------- plain PyTorch
@@ -251,12 +254,16 @@ class LlamaLayer(nn.Module):
         """``x [batch, seqlen, hidden]`` -> the layer's output, same shape."""
         s, ops = self.shape, self.ops
         b, n, _ = x.shape
-        q, k, v = ops.linear(rms_norm(x, self.attn_norm, s.eps), self.qkv).split(
-            [s.heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim], dim=-1)
+        h = rms_norm(x, self.attn_norm, s.eps)
         cos, sin = _rope_tables(n, s.head_dim, s.rope_theta, x.device, x.dtype)
-        q = rope(q.view(b, n, s.heads, s.head_dim), cos, sin)
-        k = rope(k.view(b, n, s.kv_heads, s.head_dim), cos, sin)
-        o = ops.attention(q, k, v.view(b, n, s.kv_heads, s.head_dim))
+        if ops.rope_attention is not None:
+            o = ops.rope_attention(h, self.qkv, cos, sin, s.kv_heads)
+        else:
+            q, k, v = ops.linear(h, self.qkv).split(
+                [s.heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim], dim=-1)
+            q = rope(q.view(b, n, s.heads, s.head_dim), cos, sin)
+            k = rope(k.view(b, n, s.kv_heads, s.head_dim), cos, sin)
+            o = ops.attention(q, k, v.view(b, n, s.kv_heads, s.head_dim))
         x = x + ops.linear(o.reshape(b, n, s.heads * s.head_dim), self.o)
         return x + ops.linear(ops.swiglu(rms_norm(x, self.mlp_norm, s.eps), self.gate_up), self.down)
 

@@ -2,6 +2,7 @@
 
 Each set calls its library as that library's user would, adapting only what the library's contract asks
 (pt-tvm's kernels take contiguous tensors: the layers' slices of fused projections are copied for them).
+pt-tvm's set fuses the QKV projection with RoPE in one kernel whose output its attention reads as it lies.
 What a library does not offer stays plain PyTorch (:mod:`benchmarks.layers.models`): pt-tvm has no norm
 kernel, mamba-ssm no attention; the conv1d is PyTorch's in every set (mamba-ssm's fused conv path needs the
 causal-conv1d CUDA extension, which ``benchmarks/fetch_mamba_ssm.sh`` does not build).
@@ -35,7 +36,11 @@ def _ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: 
                                  dt_softplus=True)
 
 
-PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm, _swiglu)
+def _rope_attention(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int) -> Tensor:
+    return pt_ops.attention_qkv(pt_ops.qkv_rope(x.contiguous(), weight, cos, sin, kv_heads), kv_heads, causal=True)
+
+
+PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm, _swiglu, _rope_attention)
 
 
 def mamba_ssm() -> Ops:

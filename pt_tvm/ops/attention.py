@@ -1,6 +1,8 @@
 """``pt_tvm::attention``: attention forward over ``[batch, seqlen, heads, head_dim]`` tensors, as
 ``flash_attn_func`` takes them (and packed ``[total, heads, head_dim]`` ones with ``cu_seqlens``, as
-``flash_attn_varlen_func``), on the ``flash_attention`` and ``flash_attention_varlen`` templates."""
+``flash_attn_varlen_func``), on the ``flash_attention`` and ``flash_attention_varlen`` templates; and
+``pt_tvm::attention_qkv``, self-attention over a fused QKV projection's output as it lies
+(``flash_attention_qkv``)."""
 import math
 from typing import Optional
 
@@ -11,11 +13,12 @@ from . import checks
 from .checks import ArgumentError, ArgumentTypeError
 from .kernels import launch
 
-__all__ = ["attention"]
+__all__ = ["attention", "attention_qkv"]
 
 OP = "pt_tvm.ops.attention"
 TEMPLATE = "flash_attention"
 VARLEN = "flash_attention_varlen"
+QKV_OP, QKV_TEMPLATE = "pt_tvm.ops.attention_qkv", "flash_attention_qkv"
 _BSHD_Q = ("batch", "seqlen_q", "heads", "head_dim")
 _BSHD_KV = ("batch", "seqlen_k", "kv_heads", "head_dim")
 _THD_Q = ("total_q", "heads", "head_dim")
@@ -125,3 +128,37 @@ def _(q, k, v, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k
       max_seqlen_k=None):
     _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     return torch.empty_like(q)
+
+
+def _check_qkv(qkv: Tensor, kv_heads: int, softmax_scale: Optional[float]) -> int:
+    """``qkv [batch, seqlen, heads + 2 kv_heads, head_dim]`` with ``kv_heads`` dividing ``heads``; returns ``heads``."""
+    checks.tensor(QKV_OP, "qkv", qkv, ("batch", "seqlen", "heads_plus_2_kv_heads", "head_dim"), checks.HALF)
+    heads = qkv.shape[2] - 2 * kv_heads
+    if kv_heads < 1 or heads < 1 or heads % kv_heads:
+        raise ArgumentError(f"{QKV_OP}: argument 'kv_heads'={kv_heads} must be positive and leave 'qkv' "
+                            f"({qkv.shape[2]} heads) query heads that it divides (heads + 2 kv_heads)")
+    if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
+        raise ArgumentError(f"{QKV_OP}: argument 'softmax_scale' must be a positive finite number, "
+                            f"got {softmax_scale!r}")
+    checks.kernel_device(QKV_OP, "qkv", qkv)
+    return heads
+
+
+@torch.library.custom_op("pt_tvm::attention_qkv", mutates_args=())
+def attention_qkv(qkv: Tensor, kv_heads: int, causal: bool = False, softmax_scale: Optional[float] = None) -> Tensor:
+    """Self-attention over one ``qkv [batch, seqlen, heads + 2 kv_heads, head_dim]`` tensor: its first ``heads``
+    heads are the queries, the next ``kv_heads`` the keys, the last ``kv_heads`` the values (a fused QKV
+    projection's output viewed by heads, e.g. :func:`pt_tvm.ops.qkv_rope`'s), read as it lies, no split copied.
+    As :func:`attention` otherwise (GQA, ``causal``, ``softmax_scale``); float16 or bfloat16, contiguous, one CUDA
+    device. Returns ``[batch, seqlen, heads, head_dim]``."""
+    heads = _check_qkv(qkv, kv_heads, softmax_scale)
+    b, s, _, dim = qkv.shape
+    problem = {"batch": b, "heads": heads, "kv_heads": kv_heads, "seq_len": s, "dim": dim, "causal": causal,
+               "softmax_scale": _scale(softmax_scale, dim), "dtype": str(qkv.dtype).removeprefix("torch.")}
+    return launch(QKV_TEMPLATE, problem, qkv)
+
+
+@attention_qkv.register_fake
+def _(qkv, kv_heads, causal=False, softmax_scale=None):
+    heads = _check_qkv(qkv, kv_heads, softmax_scale)
+    return qkv.new_empty((*qkv.shape[:2], heads, qkv.shape[3]))

@@ -1,5 +1,6 @@
-"""``pt_tvm::gemm`` (the ``gemm`` template's kernel), the ``matmul`` and ``linear`` ops built on it, and ``swiglu``
-(the ``gemm_swiglu`` template: a gated MLP's fused gate/up projection and its SiLU gating in one kernel).
+"""``pt_tvm::gemm`` (the ``gemm`` template's kernel), the ``matmul`` and ``linear`` ops built on it, ``swiglu``
+(the ``gemm_swiglu`` template: a gated MLP's fused gate/up projection and its SiLU gating in one kernel) and
+``qkv_rope`` (the ``gemm_rope`` template: an attention layer's fused QKV projection and its rotary embedding).
 
 ``linear``'s weight ``[out, in]`` is read as it lies: the template's ``trans_B`` variant copies the
 ``[N, K]`` tiles of ``B`` and multiplies by their transpose in the shared main loop, so no call
@@ -18,10 +19,11 @@ from . import checks
 from .checks import ArgumentError, ArgumentTypeError
 from .kernels import launch
 
-__all__ = ["gemm", "matmul", "linear", "gemm_swiglu", "swiglu"]
+__all__ = ["gemm", "matmul", "linear", "gemm_swiglu", "swiglu", "qkv_rope"]
 
 TEMPLATE = "gemm"
 SWIGLU_TEMPLATE = "gemm_swiglu"
+ROPE_OP, ROPE_TEMPLATE = "pt_tvm.ops.qkv_rope", "gemm_rope"
 
 
 def _check_gemm(op: str, a: Tensor, b: Tensor, b_dims: tuple, names: tuple = ("a", "b"),
@@ -151,3 +153,45 @@ def swiglu(x: Tensor, weight: Tensor) -> Tensor:
     gate projection's rows, then the up projection's), float16 or bfloat16, contiguous, one CUDA device. Returns
     ``[..., N]``."""
     return torch.ops.pt_tvm.swiglu(x, weight)
+
+
+def _check_rope(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int) -> dict:
+    """``x [batch, seqlen, hidden]``, ``weight [(heads + 2 kv_heads) head_dim, hidden]``, ``cos``/``sin [seqlen,
+    head_dim]``; the ``gemm_rope`` problem."""
+    checks.tensor(ROPE_OP, "x", x, ("batch", "seqlen", "hidden"), checks.HALF)
+    checks.tensor(ROPE_OP, "weight", weight, ("N", "K"), checks.HALF)
+    for name, t in (("cos", cos), ("sin", sin)):
+        checks.tensor(ROPE_OP, name, t, ("seqlen", "head_dim"), (x.dtype,))
+        if t.shape[0] != x.shape[1]:
+            raise ArgumentError(f"{ROPE_OP}: argument {name!r} has {t.shape[0]} positions, 'x' {x.shape[1]}")
+    if cos.shape != sin.shape:
+        raise ArgumentError(f"{ROPE_OP}: arguments 'cos' and 'sin' differ in shape: {tuple(cos.shape)} and "
+                            f"{tuple(sin.shape)}")
+    rows, head_dim = weight.shape[0], cos.shape[1]
+    heads = rows // head_dim - 2 * kv_heads if rows % head_dim == 0 else 0
+    if head_dim % 2 or kv_heads < 1 or heads < 1:
+        raise ArgumentError(f"{ROPE_OP}: argument 'weight' ({rows} rows) must hold heads + 2 kv_heads heads of "
+                            f"head_dim={head_dim} (even) with kv_heads={kv_heads}")
+    dims = _check_gemm(ROPE_OP, x.view(-1, x.shape[-1]), weight, ("N", "K"), names=("x", "weight"))
+    checks.same_device(ROPE_OP, {"x": x, "cos": cos, "sin": sin})
+    return {"M": dims["M"], "K": dims["K"], "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim,
+            "seqlen": x.shape[1], "dtype": str(x.dtype).removeprefix("torch.")}
+
+
+@torch.library.custom_op("pt_tvm::qkv_rope", mutates_args=())
+def qkv_rope(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int) -> Tensor:
+    """An attention layer's fused QKV projection and rotary embedding in one kernel: ``F.linear(x, weight)`` viewed
+    ``[batch, seqlen, heads + 2 kv_heads, head_dim]``, its query and key heads rotated (``x cos + rotate_half(x)
+    sin``, HF's ``apply_rotary_pos_emb``; position ``s`` takes row ``s`` of ``cos``/``sin``), its value heads as
+    they are: what :func:`pt_tvm.ops.attention_qkv` reads. ``x [batch, seqlen, hidden]``, ``weight [(heads + 2
+    kv_heads) head_dim, hidden]`` (query rows, then key rows, then value rows), ``cos``/``sin [seqlen, head_dim]``
+    in ``x``'s dtype (float16 or bfloat16), contiguous, one CUDA device."""
+    problem = _check_rope(x, weight, cos, sin, kv_heads)
+    out = launch(ROPE_TEMPLATE, problem, x.view(problem["M"], problem["K"]), weight, cos, sin)
+    return out.view(*x.shape[:2], -1, problem["head_dim"])
+
+
+@qkv_rope.register_fake
+def _(x, weight, cos, sin, kv_heads):
+    p = _check_rope(x, weight, cos, sin, kv_heads)
+    return x.new_empty((*x.shape[:2], p["heads"] + 2 * kv_heads, p["head_dim"]))
