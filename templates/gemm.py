@@ -114,21 +114,13 @@ def build_gemm_rope(
     query heads' rows, then the key heads', then the value heads'), the query and key heads rotated in the
     epilogue (``x cos + rotate_half(x) sin``, HF's pairing of a head's halves, at position ``row % seqlen``), so
     ``C`` viewed ``[batch, seqlen, heads + 2 kv_heads, head_dim]`` is what packed attention reads and no rotated
-    copy reaches global memory. The projection is rounded to the input dtype before the rotation, as
-    ``rope(F.linear(...))`` rounds it: the tile goes to shared memory, is rotated from there into the fp32
-    fragment (TileLang's fragments take one index pattern per loop; value columns pass through) and stored."""
+    copy reaches global memory. The projection is rounded to the input dtype in shared memory before the
+    rotation, as ``rope(F.linear(...))`` rounds it; the rotation reads it there and stores to ``C`` directly (a
+    rotated element needs its partner's old value, so it cannot be written back in place), in rows of 16 bytes."""
     D, half = head_dim, head_dim // 2
     N, rotated = (heads + 2 * kv_heads) * head_dim, (heads + kv_heads) * head_dim
     mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
-
-    def rotate(C_s, cos, sin, i, j, bx, by):
-        """Element ``(i, j)`` of the tile in fp32, rotated in a query or key tile: ``x_j cos_j - x_{j+half} sin_j``
-        in a head's first half, ``x_j cos_j + x_{j-half} sin_j`` in its second (``j`` within the head)."""
-        d, pos = j % D, (by * block_M + i) % seqlen
-        partner = T.Cast(_ACCUM, C_s[i, j - d + (d + half) % D]) * T.if_then_else(d < half, -1.0, 1.0)
-        turned = T.Cast(_ACCUM, C_s[i, j]) * T.Cast(_ACCUM, cos[pos, d]) + partner * T.Cast(_ACCUM, sin[pos, d])
-        return T.if_then_else(bx * block_N < rotated, turned, T.Cast(_ACCUM, C_s[i, j]))
 
     @T.prim_func
     def gemm_rope(A: T.Tensor((M, K), dtype), W: T.Tensor((N, K), dtype), cos: T.Tensor((seqlen, D), dtype),
@@ -138,14 +130,14 @@ def build_gemm_rope(
             C_s = T.alloc_shared((block_M, block_N), dtype)
             mainloop(A, W, C_l, bx, by)
             to_shared(C_l, C_s)
-            if swap_ab:
-                for j, i in T.Parallel(block_N, block_M):
-                    C_l[j, i] = rotate(C_s, cos, sin, i, j, bx, by)
-            else:
-                for i, j in T.Parallel(block_M, block_N):
-                    C_l[i, j] = rotate(C_s, cos, sin, i, j, bx, by)
-            to_shared(C_l, C_s)
-            T.copy(C_s, C[by * block_M, bx * block_N])
+            for i, j in T.Parallel(block_M, block_N):
+                if by * block_M + i < M:
+                    d, pos = j % D, (by * block_M + i) % seqlen
+                    x = T.Cast(_ACCUM, C_s[i, j])
+                    partner = T.Cast(_ACCUM, C_s[i, j - d + (d + half) % D]) * T.if_then_else(d < half, -1.0, 1.0)
+                    turned = x * T.Cast(_ACCUM, cos[pos, d]) + partner * T.Cast(_ACCUM, sin[pos, d])
+                    C[by * block_M + i, bx * block_N + j] = T.Cast(dtype, T.if_then_else(bx * block_N < rotated,
+                                                                                          turned, x))
 
     return gemm_rope
 
