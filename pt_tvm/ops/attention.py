@@ -40,9 +40,7 @@ def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_s
     if dims["heads"] % dims["kv_heads"]:
         raise ArgumentError(f"{OP}: argument 'k' has kv_heads={dims['kv_heads']}, which must divide the "
                             f"heads={dims['heads']} of 'q' (grouped-query attention)")
-    if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
-        raise ArgumentError(f"{OP}: argument 'softmax_scale' must be a positive finite number, "
-                            f"got {softmax_scale!r}")
+    _check_scale(OP, softmax_scale)
     checks.kernel_device(OP, "q", q)
     checks.same_device(OP, {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k})
     if varlen:
@@ -52,6 +50,12 @@ def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_s
             if value is not None:
                 raise ArgumentError(f"{OP}: argument {name!r} is for variable-length batches (with cu_seqlens_q "
                                     f"and cu_seqlens_k); leave it None for [batch, seqlen, heads, head_dim] inputs")
+
+
+def _check_scale(op: str, softmax_scale: Optional[float]) -> None:
+    """``softmax_scale`` is None (``1/sqrt(head_dim)``) or a positive finite number."""
+    if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
+        raise ArgumentError(f"{op}: argument 'softmax_scale' must be a positive finite number, got {softmax_scale!r}")
 
 
 def _check_varlen(cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], max_seqlen_q: Optional[int],
@@ -137,9 +141,7 @@ def _check_qkv(qkv: Tensor, kv_heads: int, softmax_scale: Optional[float]) -> in
     if kv_heads < 1 or heads < 1 or heads % kv_heads:
         raise ArgumentError(f"{QKV_OP}: argument 'kv_heads'={kv_heads} must be positive and leave 'qkv' "
                             f"({qkv.shape[2]} heads) query heads that it divides (heads + 2 kv_heads)")
-    if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
-        raise ArgumentError(f"{QKV_OP}: argument 'softmax_scale' must be a positive finite number, "
-                            f"got {softmax_scale!r}")
+    _check_scale(QKV_OP, softmax_scale)
     checks.kernel_device(QKV_OP, "qkv", qkv)
     return heads
 
