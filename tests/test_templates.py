@@ -20,7 +20,9 @@ MI300 = {"kind": "hip", "mcpu": "gfx942"}
 
 GEMM_SMALL = {"M": 256, "N": 256, "K": 256}
 FA_SMALL = {"batch": 1, "heads": 8, "kv_heads": 8, "seq_len": 256}
-SMALL = {"gemm": GEMM_SMALL, "gemm_rowsum": GEMM_SMALL, "gemm_swiglu": GEMM_SMALL, "flash_attention": FA_SMALL}
+SMALL = {"gemm": GEMM_SMALL, "gemm_rowsum": GEMM_SMALL, "gemm_swiglu": GEMM_SMALL, "flash_attention": FA_SMALL,
+         "gemm_rope": {"M": 256, "K": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "seqlen": 128, "block_N": 128},
+         "flash_attention_qkv": {"heads": 8, "kv_heads": 2, "seq_len": 256}}
 
 # Bundled TVM reports codegen failures as TypeError (a failed Downcast).
 SM80_CAUSAL_BUG = pytest.mark.xfail(
@@ -61,6 +63,10 @@ LOWER_CASES = [
     pytest.param("gemm_rowsum", MI300, {}, id="gemm_rowsum-gfx942"),
     pytest.param("gemm_swiglu", SM90, {}, id="gemm_swiglu-sm90"),
     pytest.param("gemm_swiglu", SM80, {"dtype": "bfloat16"}, id="gemm_swiglu-sm80-bf16"),
+    pytest.param("gemm_rope", SM90, {}, id="gemm_rope-sm90"),
+    pytest.param("gemm_rope", SM80, {"dtype": "bfloat16"}, id="gemm_rope-sm80-bf16"),
+    pytest.param("flash_attention_qkv", SM90, {}, id="fa_qkv-sm90"),
+    pytest.param("flash_attention_qkv", SM80, {"causal": False}, id="fa_qkv-sm80"),
     pytest.param("flash_attention", SM90, {}, id="fa-sm90-d128"),
     pytest.param("flash_attention", SM90, {"dim": 64}, id="fa-sm90-d64"),
     pytest.param(
@@ -84,7 +90,8 @@ def test_lowers(name: str, target: dict, overrides: dict) -> None:
         assert "AtomicAdd" in src
 
 
-@pytest.mark.parametrize("name", ["gemm", "gemm_rowsum", "gemm_swiglu", "flash_attention"])
+@pytest.mark.parametrize("name", ["gemm", "gemm_rowsum", "gemm_swiglu", "gemm_rope", "flash_attention",
+                                  "flash_attention_qkv"])
 def test_no_hand_schedule(name: str) -> None:
     """One pipelined loop, annotated with num_stages alone: no order/stage from the template."""
     (loop,) = _pipelined_loops(get(name).build(num_stages=3, **SMALL[name]))
