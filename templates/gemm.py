@@ -197,17 +197,15 @@ def build_gemm_swiglu(
     def gemm_swiglu(A: T.Tensor((M, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, half), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_s = T.alloc_shared((2, block_M, half) if split else (block_M, block_N), dtype)
+            mainloop(A, W, C_l, bx, by)
             if split:
-                C_s = T.alloc_shared((2, block_M, half), dtype)
-                mainloop(A, W, C_l, bx, by)
                 for i, j in T.Parallel(block_M, block_N):
                     C_s[j // half, i, j % half] = C_l[i, j]
                 for i, j in T.Parallel(block_M, half):
                     C_s[0, i, j] = C_s[0, i, j] / (1.0 + T.exp(-C_s[0, i, j])) * C_s[1, i, j]
                 T.copy(C_s[0, :, :], C[by * block_M:(by + 1) * block_M, bx * half:(bx + 1) * half])
             else:
-                C_s = T.alloc_shared((block_M, block_N), dtype)
-                mainloop(A, W, C_l, bx, by)
                 T.copy(C_l, C_s)
                 for i, j in T.Parallel(block_M, half):
                     C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
