@@ -9,6 +9,7 @@ buffers each statement reads and writes (see :mod:`pt_tvm.passes.deps`).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any, Callable, Mapping, Sequence
@@ -237,6 +238,8 @@ def _kind_of(stmt: tirx.Stmt, fname: str) -> str:
     if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call):
         op = op_name(stmt.value)
         return op.rsplit(".", 1)[-1] if op.startswith("tl.tileop.") else "call"
+    if isinstance(stmt, tirx.IfThenElse) and isinstance(stmt.then_case, tirx.For):
+        stmt = stmt.then_case  # a nest applied only where a condition holds is named as the nest
     if isinstance(stmt, tirx.For):
         return "par" if stmt.kind == tirx.ForKind.PARALLEL else "loop"
     return "stmt"
@@ -360,7 +363,18 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
 
 def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
                  vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
-    """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts."""
+    """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts. A branch between two
+    nests (``if c: nest else: nest``, a mask applied only where a tile needs it) is one sTask priced at its
+    costlier side, reading and writing what either side does and killing what both write in full."""
+    if isinstance(stmt, tirx.IfThenElse) and isinstance(stmt.then_case, tirx.For) \
+            and isinstance(stmt.else_case, tirx.For):
+        sides = [_scalar_nest(s, sid, placement, index, buffers, vdev, block_vars, fname)
+                 for s in (stmt.then_case, stmt.else_case)]
+        costly = max(sides, key=lambda t: (t.flops + t.sfu_ops, t.flops))
+        kills = [set(filter(None, t.attrs["full_writes"].split(","))) for t in sides]
+        union = lambda accs: tuple({a.buffer: a for t in sides for a in accs(t)}.values())  # noqa: E731
+        return dataclasses.replace(costly, reads=union(lambda t: t.reads), writes=union(lambda t: t.writes),
+                                   attrs={**costly.attrs, "full_writes": ",".join(sorted(kills[0] & kills[1]))})
     extents, body = [], stmt
     while isinstance(body, tirx.For):
         extents.append(int(body.extent) if isinstance(body.extent, tirx.IntImm) else None)

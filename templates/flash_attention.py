@@ -44,6 +44,7 @@ __all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_QKV", "FLASH_ATTENTION_VARLEN", "
 
 _DTYPES = ("float16", "bfloat16")
 _DIMS = (64, 128, 256)
+_PANEL = 64  # columns of one 128-byte swizzle panel of a 16-bit shared tile: a packed block's TMA box per head
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,17 @@ class _Rows:
 
 
 def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool, scale: float, groups: int,
-                  block_M: int, block_N: int, num_stages: int, kv_blocks, k_head0: int = 0, v_head0: int = 0):
+                  block_M: int, block_N: int, num_stages: int, kv_blocks, k_head0: int = 0, v_head0: int = 0,
+                  pack: int = 1):
     """The FlashAttention tile program, a macro every kernel inlines. ``packed``: tensors are ``[total, heads,
     dim]`` and a tile's rows past its sequence belong to the next one, so the output is stored row by row up to
     the sequence's end; ``guard``: some rows may see no key (their running max stays ``-inf``; they output 0);
     ``kv_blocks(rows)``: the key blocks the query block reads; ``k_head0``/``v_head0``: the head index of the
-    first key/value head in ``K``/``V`` (past the query heads where the three are one tensor)."""
+    first key/value head in ``K``/``V`` (past the query heads where the three are one tensor); ``pack``: query
+    heads per block (GQA packed, FlashAttention 3's PackGQA): the block's rows are ``block_M // pack`` queries of
+    each of heads ``rows.h .. rows.h + pack``, which share one key/value head, so a short or ragged query length
+    fills whole tiles and the key/value blocks are loaded once for the group."""
+    per = block_M // pack  # queries per block (of each head)
 
     def seq(buf, rows: _Rows, start, n: int, head):
         """Rows ``start .. start + n`` of ``buf``'s sequence dim at ``head``."""
@@ -77,15 +83,36 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
             return buf[start:start + n, head, :]
         return buf[rows.b, start:start + n, head, :]
 
+    def head_panels():
+        """``(g, c)`` of a packed block's tile pieces: head ``g``'s rows ``g * per .. (g + 1) * per`` of the
+        swizzle panel at column ``c``, each one TMA box (the ``per``-row slice of the whole tile is not); a Python
+        loop, so each is a copy sTask of its own."""
+        return [(g, c) for g in range(pack if pack > 1 else 0) for c in range(0, dim, _PANEL)]
+
+    def query(rows: _Rows, i):
+        """Row ``i``'s query as a key position: causal aligned bottom-right shifts it by the keys before the
+        first query."""
+        q = rows.qb * per + (i % per if pack > 1 else i)
+        if isinstance(rows.sk, int) and rows.sk == rows.sq:
+            return q
+        return q + rows.sk - rows.sq
+
     def mask(rows: _Rows, i, j, k):
         """Score ``(i, j)`` of key block ``k``: ``-inf`` for a key after the query (causal, aligned bottom-right),
         else for a key past the sequence's keys; 0 otherwise."""
         if not causal:
             return T.if_then_else(k * block_N + j >= rows.sk, -T.infinity(ACCUM), 0)
-        query = rows.qb * block_M + i
-        if not (isinstance(rows.sk, int) and rows.sk == rows.sq):
-            query = query + rows.sk - rows.sq  # keys before the first query
-        return T.if_then_else(query >= k * block_N + j, 0, -T.infinity(ACCUM))
+        return T.if_then_else(query(rows, i) >= k * block_N + j, 0, -T.infinity(ACCUM))
+
+    def masked(rows: _Rows, k):
+        """Whether key block ``k`` holds a key that some query of the block may not see (None: no block does):
+        the blocks on a causal mask's diagonal, and the block holding a sequence's end. The others skip the
+        per-score mask (FlashAttention 3 likewise masks only these)."""
+        if causal:
+            return (k + 1) * block_N > query(rows, 0) + 1
+        if isinstance(rows.sk, int) and rows.sk % block_N == 0:
+            return None
+        return (k + 1) * block_N > rows.sk
 
     @T.macro
     def program(Q, K, V, O, rows):
@@ -103,14 +130,25 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         if guard:
             row_max = T.alloc_fragment((block_M,), ACCUM)
 
-        T.copy(seq(Q, rows, rows.q0 + rows.qb * block_M, block_M, rows.h), Q_shared)
+        if pack == 1:
+            T.copy(seq(Q, rows, rows.q0 + rows.qb * block_M, block_M, rows.h), Q_shared)
+        for g, c in head_panels():
+            T.copy(Q[rows.b, rows.qb * per:rows.qb * per + per, rows.h + g, c:c + _PANEL],
+                   Q_shared[g * per:(g + 1) * per, c:c + _PANEL])
         T.fill(acc_o, 0)
         T.fill(logsum, 0)
         T.fill(scores_max, -T.infinity(ACCUM))
         for k in T.Pipelined(kv_blocks(rows), num_stages=num_stages):
             T.copy(seq(K, rows, rows.k0 + k * block_N, block_N, k_head0 + rows.h // groups), K_shared)
-            for i, j in T.Parallel(block_M, block_N):
-                acc_s[i, j] = mask(rows, i, j, k)
+            if masked(rows, k) is None:
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = 0
+            elif masked(rows, k):
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = mask(rows, i, j, k)
+            else:
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = 0
             T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
             update_max(acc_s, scores_max, scores_max_prev)
             if guard:  # exponentiate against a max of 0 where a row has seen no key yet
@@ -133,8 +171,11 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
             for i, d in T.Parallel(block_M, dim):
                 if rows.qb * block_M + i < rows.sq:
                     O[rows.q0 + rows.qb * block_M + i, rows.h, d] = Q_shared[i, d]
-        else:
+        elif pack == 1:
             T.copy(Q_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
+        for g, c in head_panels():
+            T.copy(Q_shared[g * per:(g + 1) * per, c:c + _PANEL],
+                   O[rows.b, rows.qb * per:rows.qb * per + per, rows.h + g, c:c + _PANEL])
 
     return program
 
@@ -159,58 +200,67 @@ def lengths(problem: Mapping[str, Any]) -> tuple[int, int]:
 
 def build_flash_attention(
     batch: int, heads: int, kv_heads: int, seq_len: int, seq_len_q: int, seq_len_k: int, dim: int, causal: bool,
-    softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int,
+    softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
 ):
     """``O = softmax(Q K^T * scale) V`` per head over ``[batch, seqlen, heads, dim]`` tensors."""
     sq, sk = lengths({"seq_len": seq_len, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k})
     q_shape = (batch, sq, heads, dim)
     kv_shape = (batch, sk, kv_heads, dim)
-    program = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M, block_N, num_stages)
+    program, grid, rows_of = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M,
+                                           block_N, num_stages, pack_gqa)
 
     @T.prim_func
     def flash_attention(
         Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
         O: T.Tensor(q_shape, dtype),
     ):
-        with T.Kernel(T.ceildiv(sq, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            program(Q, K, V, O, _Rows(bz, by, _query_block(bx, T.ceildiv(sq, block_M), causal), 0, 0, sq, sk))
+        with T.Kernel(*grid, batch, threads=threads) as (bx, by, bz):
+            program(Q, K, V, O, rows_of(bx, by, bz))
 
     return flash_attention
 
 
 def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal: bool, softmax_scale: float,
-                  dtype: str, block_M: int, block_N: int, num_stages: int, k_head0: int = 0, v_head0: int = 0):
-    """The tile program over ``[batch, seqlen, heads, dim]`` tensors: every query block reads the key blocks it sees."""
-    n_blocks = T.ceildiv(sk, block_N)
+                  dtype: str, block_M: int, block_N: int, num_stages: int, pack_gqa: int, k_head0: int = 0,
+                  v_head0: int = 0):
+    """``(program, grid, rows_of)``: the tile program over ``[batch, seqlen, heads, dim]`` tensors, where every
+    query block reads the key blocks it sees; the grid's query-block and head dims; the rows of launch index
+    ``(bx, by, bz)``. ``pack_gqa``: a block takes every query head of one key/value head."""
+    pack = heads // kv_heads if pack_gqa else 1
+    per = block_M // pack
+    n_blocks, n_query_blocks = T.ceildiv(sk, block_N), T.ceildiv(sq, per)
 
     def kv_blocks(rows: _Rows):
         """Key blocks query block ``rows.qb`` attends to (none for a block whose queries see no key)."""
         if not causal:
             return n_blocks
-        seen = T.ceildiv((rows.qb + 1) * block_M + sk - sq, block_N) if sk != sq else \
-            T.ceildiv((rows.qb + 1) * block_M, block_N)
+        seen = T.ceildiv((rows.qb + 1) * per + sk - sq, block_N) if sk != sq else \
+            T.ceildiv((rows.qb + 1) * per, block_N)
         return T.min(n_blocks, seen) if sk >= sq else T.max(0, T.min(n_blocks, seen))
 
-    return _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
-                         heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0)
+    def rows_of(bx, by, bz) -> _Rows:
+        return _Rows(bz, by * pack if pack > 1 else by, _query_block(bx, n_query_blocks, causal), 0, 0, sq, sk)
+
+    program = _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
+                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0, pack)
+    return program, (n_query_blocks, heads // pack), rows_of
 
 
 def build_flash_attention_qkv(
     batch: int, heads: int, kv_heads: int, seq_len: int, dim: int, causal: bool, softmax_scale: float, dtype: str,
-    block_M: int, block_N: int, threads: int, num_stages: int,
+    block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
 ):
     """Self-attention over one ``QKV [batch, seqlen, heads + 2 kv_heads, dim]`` tensor (the query heads, then the
     key heads, then the value heads: a fused QKV projection's output viewed by heads, as ``gemm_rope`` writes it),
     so the projection's output is read as it lies; ``O [batch, seqlen, heads, dim]``."""
-    program = _bshd_program(heads, kv_heads, seq_len, seq_len, dim, causal, softmax_scale, dtype, block_M, block_N,
-                            num_stages, k_head0=heads, v_head0=heads + kv_heads)
+    program, grid, rows_of = _bshd_program(heads, kv_heads, seq_len, seq_len, dim, causal, softmax_scale, dtype,
+                                           block_M, block_N, num_stages, pack_gqa, heads, heads + kv_heads)
 
     @T.prim_func
     def flash_attention_qkv(QKV: T.Tensor((batch, seq_len, heads + 2 * kv_heads, dim), dtype),
                             O: T.Tensor((batch, seq_len, heads, dim), dtype)):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            rows = _Rows(bz, by, _query_block(bx, T.ceildiv(seq_len, block_M), causal), 0, 0, seq_len, seq_len)
-            program(QKV, QKV, QKV, O, rows)
+        with T.Kernel(*grid, batch, threads=threads) as (bx, by, bz):
+            program(QKV, QKV, QKV, O, rows_of(bx, by, bz))
 
     return flash_attention_qkv
 
@@ -288,11 +338,28 @@ def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, 
         raise _fail(template, "softmax_scale", f"must be a finite float > 0 (or 0 for 1/sqrt(dim)), got {scale!r}")
     if tile["threads"] % 32:
         raise _fail(template, "threads", f"must be a multiple of 32, got {tile['threads']}")
+    _check_pack(template, problem, tile)
     rows = tile["threads"] // 32 * 16
     if tile["block_M"] % rows:
         raise _fail(template, "block_M", f"={tile['block_M']} must be a multiple of {rows} for "
                                          f"threads={tile['threads']}: GemmWarpPolicy.FullRow gives each warp 16 or "
                                          "more query rows")
+
+
+def _check_pack(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """``pack_gqa`` (0 or 1) packs a key/value head's query heads into one block, ``block_M // groups`` queries
+    of each: only with GQA/MQA, and only in slices of 8 or more rows (a 128-byte swizzle's period, so each head's
+    slice of the tile stays a whole TMA box)."""
+    pack = tile.get("pack_gqa", 0)
+    if pack not in (0, 1):
+        raise _fail(template, "pack_gqa", f"must be 0 or 1, got {pack!r}")
+    groups = problem["heads"] // problem["kv_heads"]
+    if pack and groups == 1:
+        raise _fail(template, "pack_gqa", f"=1 needs fewer key/value heads than query heads (heads={problem['heads']}, "
+                                          f"kv_heads={problem['kv_heads']})")
+    if pack and (tile["block_M"] % groups or tile["block_M"] // groups % 8):
+        raise _fail(template, "pack_gqa", f"=1 needs block_M={tile['block_M']} to hold the {groups} query heads of a "
+                                          "key/value head in slices of a multiple of 8 rows")
 
 
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -450,13 +517,15 @@ _TILE = {"block_M": 128, "block_N": 128, "threads": 256}
 _TILE_SPACE = {"block_M": (64, 128), "block_N": (64, 128), "threads": (128, 256)}
 _COMMON = {"dim": 128, "causal": False, "softmax_scale": 0.0, "dtype": "float16"}
 
+_PACKED_TILE_SPACE = {**_TILE_SPACE, "pack_gqa": (0, 1)}  # the [batch, seqlen, heads, dim] templates
+
 FLASH_ATTENTION = Template(
     name="flash_attention",
     builder=build_flash_attention,
     reference=_reference,
     problem={"batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "seq_len_q": 0, "seq_len_k": 0, **_COMMON},
-    tile=dict(_TILE),
-    tile_space=dict(_TILE_SPACE),
+    tile={**_TILE, "pack_gqa": 0},
+    tile_space=dict(_PACKED_TILE_SPACE),
     make_inputs=_make_inputs,
     flops=_flops,
     out_idx=(3,),
@@ -471,8 +540,8 @@ FLASH_ATTENTION_QKV = Template(
     builder=build_flash_attention_qkv,
     reference=_qkv_reference,
     problem={"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 4096, **_COMMON, "causal": True},
-    tile=dict(_TILE),
-    tile_space=dict(_TILE_SPACE),
+    tile={**_TILE, "pack_gqa": 0},
+    tile_space=dict(_PACKED_TILE_SPACE),
     make_inputs=_make_qkv_inputs,
     flops=lambda p: _flops({**p, "seq_len_q": 0, "seq_len_k": 0}),
     out_idx=(1,),

@@ -125,6 +125,45 @@ def test_attention_trip_counts(sq, sk, causal):
     assert g.loop.trip_count == pytest.approx(want)
 
 
+@pytest.mark.parametrize("sq, sk, causal", [(777, 2500, True), (1000, 1000, False), (100, 300, True)])
+def test_packed_gqa_grid_and_trip_counts(sq, sk, causal):
+    """GQA packed: a block holds block_M // groups queries of each of a key/value head's query heads, so 777
+    queries of GQA 4 make ceil(777 / 32) = 25 blocks per key/value head (7 per query head unpacked: 28 rows of
+    every 4 of them padding), each reading the key blocks its queries see."""
+    g = _graph("flash_attention", seq_len_q=sq, seq_len_k=sk, causal=causal, batch=2, heads=8, kv_heads=2,
+               block_M=128, block_N=128, threads=256, pack_gqa=1)
+    assert g.grid == {"bx": -(-sq // 32), "by": 2, "bz": 2}
+    want = _causal_trips(sq, sk, 32, 128) if causal else -(-sk // 128)
+    assert g.loop.trip_count == pytest.approx(want)
+    q_loads = [t for t in g.stasks if t.placement.value == "prologue" and t.reads and t.reads[0].buffer == "Q"]
+    assert len(q_loads) == 4 * 2 and all(t.seu.value == "tma" for t in q_loads)  # a box per head and panel
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"heads": 8, "kv_heads": 8}, "'pack_gqa' =1 needs fewer key/value heads"),
+    ({"heads": 32, "kv_heads": 1}, "'pack_gqa' =1 needs block_M=128 to hold the 32 query heads"),
+    ({"heads": 8, "kv_heads": 2, "pack_gqa": 2}, "'pack_gqa' must be 0 or 1, got 2"),
+])
+def test_packed_gqa_refusals(params, message):
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        templates.get("flash_attention").resolve(**{"pack_gqa": 1, "block_M": 128, **params})
+
+
+def test_the_score_mask_runs_only_on_the_blocks_that_need_it():
+    """The length and causal masks are one sTask, a branch between the masked fill and a plain one, that kills
+    the scores every step (no false loop-carried dependence) and is priced at its masked side."""
+    for causal, sq in ((False, 1000), (True, 1024)):
+        g = _graph("flash_attention", seq_len=sq, causal=causal, batch=1, heads=2, kv_heads=2, block_M=128,
+                   block_N=128, threads=256)
+        fill = next(t for t in g.stasks if t.placement.value == "loop" and t.writes[0].buffer == "acc_s")
+        assert fill.op.value == "elementwise" and fill.attrs["full_writes"] == "acc_s"
+        assert fill.flops >= 128 * 128 * 2  # a compare and a select a score
+    unmasked = _graph("flash_attention", seq_len=1024, batch=1, heads=2, kv_heads=2, block_M=128, block_N=128,
+                      threads=256)
+    fill = next(t for t in unmasked.stasks if t.placement.value == "loop" and t.writes[0].buffer == "acc_s")
+    assert fill.flops == 0  # tile-multiple keys without causal: no mask at all
+
+
 @pytest.mark.filterwarnings("error::pt_tvm.errors.SymbolicSizeWarning")
 def test_varlen_grid_and_trip_bound():
     """Packed sequences: the grid covers the longest sequence's queries, the trip count is bounded by the longest
@@ -150,6 +189,9 @@ LOWERED = [
     ("flash_attention", {"batch": 2, "heads": 4, "kv_heads": 4, "seq_len": 1000, **FA_PINS}, "a100"),
     ("flash_attention_varlen", {"batch": 3, "heads": 4, "kv_heads": 2, "max_seqlen_q": 700, "max_seqlen_k": 1500,
                                 "causal": True, **FA_PINS}, "h100"),
+    ("flash_attention", {"batch": 2, "heads": 8, "kv_heads": 2, "seq_len_q": 777, "seq_len_k": 2500, "causal": True,
+                         "pack_gqa": 1, **FA_PINS}, "h100"),
+    ("flash_attention_qkv", {"heads": 8, "kv_heads": 1, "seq_len": 777, "pack_gqa": 1, **FA_PINS}, "h100"),
     ("chunk_state", {"seqlen": 1000, "heads": 8, "headdim": 80}, "h100"),
     ("chunk_scan", {"seqlen": 1000, "heads": 8}, "h100"),
     ("chunk_scan", {"seqlen": 1000, "heads": 8}, "a100"),
@@ -190,8 +232,18 @@ def test_ragged_plans_lower_with_bounds_kept(lowered, i):
         assert "cp_async_gs_conditional" in src  # a ragged tile's loads: predicated, zero-filled past the edge
 
 
+def test_packed_gqa_lowers_to_a_box_per_head(lowered):
+    """GQA packed on Hopper: each head's queries come in and go out as TMA boxes of 32 rows (a 128-byte panel
+    each), at the head's index, clipped past the last query by the copy engine."""
+    _, src = _lowered(lowered, 7)
+    loads = re.findall(r"tma_load\(Q_desc, [^;]*", src)
+    stores = re.findall(r"tma_store\(O_desc, [^;]*", src)
+    assert len(loads) == len(stores) == 4 * 2
+    assert all(any(f"blockIdx.y) * 4) + {g})" in x for x in loads) for g in (1, 2, 3))
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("i", [0, 4, 6], ids=["gemm", "fa-more-queries", "varlen"])
+@pytest.mark.parametrize("i", [0, 4, 6, 7], ids=["gemm", "fa-more-queries", "varlen", "fa-packed-gqa"])
 def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
     _, src = _lowered(lowered, i)
     compiles_without_spills(src, tmp_path)

@@ -42,6 +42,8 @@ PAIRS = [
     ("flash_attention", {"batch": 4, "seq_len": 3000, "causal": True, **FA}, {"seq_len": 128}, "ragged causal"),
     ("flash_attention", {"batch": 8, "seq_len": 777, "seq_len_k": 2500, "causal": True, **FA, "kv_heads": 4},
      {"seq_len": 128, "seq_len_k": 128}, "KV cache, GQA 4"),
+    ("flash_attention", {"batch": 8, "seq_len": 777, "seq_len_k": 2500, "causal": True, **FA, "kv_heads": 4,
+                         "pack_gqa": 1}, {"seq_len": 128, "seq_len_k": 128}, "KV cache, GQA 4, heads packed"),
     ("flash_attention_varlen", {"batch": len(VARLEN_Q), "max_seqlen_q": max(VARLEN_Q),
                                 "max_seqlen_k": max(VARLEN_K), "causal": True, **FA}, {}, "packed, ragged lengths"),
     ("chunk_state", {"batch": 4, "seqlen": 4000}, {"seqlen": 256}, "partial last chunk"),
@@ -88,7 +90,8 @@ def cases(name: str, ragged_problem: dict, ragged: dict) -> list[tuple]:
                                        ("tile multiple", twin, rounded_q, rounded_k))]
     out = []
     for label, p in (("ragged", ragged_problem), ("tile multiple", tile_multiple(ragged_problem, ragged))):
-        p, _ = tmpl.resolve_problem(**p)
+        p, pins = tmpl.resolve_problem(**p)
+        p = {**p, **pins}  # a pinned tile parameter (pack_gqa) stays with the problem into the search
         out.append((label, p, lambda seed, p=p: tmpl.make_inputs(p, "cuda", torch.Generator("cuda").manual_seed(seed)),
                     tmpl.flops(p)))
     return out
