@@ -120,12 +120,14 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
 
     stasks = [*make(pro, Placement.PROLOGUE, 0), *make(body, Placement.LOOP, len(pro)),
               *make(epi, Placement.EPILOGUE, len(pro) + len(body))]
+    trips = _trip_counts(extent, grid)
     loop_info = LoopInfo(
         id=annotation_str(loop.annotations.get("tl.ws_op_id")) or LOOP_ID,
         var=loop.loop_var.name,
         extent=text(loop.extent),
-        trip_count=_mean_trip_count(extent, grid),
+        trip_count=trips[0],
         annotations={text(k): text(v) for k, v in loop.annotations.items()},
+        max_trip_count=trips[1] if trips[1] > trips[0] else 0.0,
     )
     return STaskGraph(name=name, target=vdev.name, stasks=tuple(stasks), edges=dependences(stasks, buffers),
                       buffers=buffers, loop=loop_info, grid={k: v[1] for k, v in grid.items()}, threads=threads,
@@ -482,10 +484,10 @@ def _has_nested_pipelined(body: tirx.Stmt) -> bool:
     return bool(found)
 
 
-def _mean_trip_count(extent: Any, grid: dict) -> float:
-    """The loop's trip count; averaged over the launch index when it depends on one (causal masks)."""
+def _trip_counts(extent: Any, grid: dict) -> tuple[float, float]:
+    """The loop's ``(mean, heaviest)`` trip counts over the launch index it may depend on (causal masks)."""
     if isinstance(extent, tirx.IntImm):
-        return float(extent.value)
+        return float(extent.value), float(extent.value)
     analyzer = tvm.arith.Analyzer()
     free = []
     tirx.stmt_functor.post_order_visit(extent, lambda n: free.append(n) if isinstance(n, tirx.Var) else None)
@@ -496,8 +498,8 @@ def _mean_trip_count(extent: Any, grid: dict) -> float:
         vals = [analyzer.simplify(tirx.stmt_functor.substitute(extent, {var: tirx.IntImm(var.dtype, i)}))
                 for i in range(ext)]
         if all(isinstance(v, tirx.IntImm) for v in vals):
-            return sum(v.value for v in vals) / len(vals)
+            return sum(v.value for v in vals) / len(vals), float(max(v.value for v in vals))
     bound = analyzer.const_int_bound(extent)
     if bound.max_value < (1 << 30):
-        return float(bound.max_value)
+        return float(bound.max_value), float(bound.max_value)
     raise ExtractionError(f"cannot bound the pipelined loop's trip count {extent}")

@@ -433,7 +433,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / (iters - steady_lo))
     block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
     blocks = graph.grid_blocks() or vdev.num_eus * bpe
-    waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
+    waves = waves_run = int(math.ceil(blocks / (vdev.num_eus * bpe)))
     span = per_iter * (iters - steady_lo)
     util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in sim.busy.items() if v}
     # co-resident blocks overlap each other's idle time, but not perfectly, until an sEU is busy with all
@@ -454,9 +454,14 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
             head = split.head * per_iter + split.adds * fixup + epilogue
             tail = (split.tail_quota * per_iter + split.tail_segments * fixup
                     + (split.tail_segments - 1) * after_fixup)
-            wave_cycles, waves = fill + whole + max(head, tail), 1
+            wave_cycles, waves, waves_run = fill + whole + max(head, tail), 1, 1
         else:
             hidden = (waves - 1) * max(0.0, min(fill, epilogue))
+    elif graph.loop.max_trip_count:
+        # blocks of unequal length (a causal mask), the heaviest launched first: the light ones fill the last
+        # wave, so the grid takes its share of the whole work, but no less than its heaviest block
+        heaviest = sim_end + max(0.0, graph.loop.max_trip_count - iters) * per_iter
+        wave_cycles, waves_run = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest), 1
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
@@ -464,7 +469,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         block_cycles=block,
         blocks_per_eu=bpe,
         waves=waves,
-        seconds=vdev.cycles_to_seconds(wave_cycles * waves - hidden) * _wide_accumulator_factor(plan, graph, vdev),
+        seconds=vdev.cycles_to_seconds(wave_cycles * waves_run - hidden) * _wide_accumulator_factor(plan, graph, vdev),
         busy=util,
         trace=tuple(sim.events or ()),
         dram_bytes=dram_bytes,

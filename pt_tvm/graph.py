@@ -199,6 +199,7 @@ class LoopInfo:
     extent: str  # the extent expression as written
     trip_count: float  # mean trips over the grid (the extent may depend on the block index)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    max_trip_count: float = 0.0  # the heaviest block's trips where they vary over the grid (a causal mask), else 0
 
 
 @dataclass(frozen=True)

@@ -109,12 +109,14 @@ def test_a_fit_of_absolute_times_can_rank_worse(measured_rows):
 
 def test_calibration_reduces_error_on_recorded_measurements(fa_samples):
     """Mean squared log error on the 8 recorded D128 plans: 0.016 uncalibrated (0.0006 fitted) before
-    sibling warpgroups' wgmmas were priced as interleaved (cost.INTERLEAVED_DELAY); 0.0004 now, which a
-    fit of one round keeps or lowers."""
+    sibling warpgroups' wgmmas were priced as interleaved (cost.INTERLEAVED_DELAY); 0.0004 then; 0.0026 (the
+    predictions 0.92-0.99 of the measured times) since the score fill of a kernel whose keys are a tile multiple
+    is priced as the store of zeros it is, not as the compare and select TileLang folded away; a fit of one
+    round keeps or lowers it."""
     vdev = hw.get("h200")
     uncalibrated = _log_error(fa_samples, cost.Calibration("h200"))
     fitted = cost.calibrate(fa_samples, vdev, rounds=1)
-    assert uncalibrated < 0.002
+    assert uncalibrated < 0.003
     assert _log_error(fa_samples, fitted) <= uncalibrated
     assert fitted.samples == len(fa_samples)
 
