@@ -4,8 +4,9 @@
 
 One block computes ``block_M`` query rows of one head (or, with the tile
 parameter ``pack_gqa``, ``block_M // groups`` rows of each query head that
-shares one key/value head: GQA packed): ``Q`` is staged in shared memory once, then a plain ``T.Pipelined`` loop over key blocks copies
-``K``, computes the scores, updates the running max/sum with ``exp2`` (the
+shares one key/value head: GQA packed): ``Q`` is staged in shared memory
+once, then a plain ``T.Pipelined`` loop over key blocks copies ``K``,
+computes the scores, updates the running max/sum with ``exp2`` (the
 softmax scale is folded with ``log2(e)``), rescales the output accumulator,
 copies ``V`` and accumulates ``P @ V``. Both templates run this one tile
 program (:func:`_tile_program`); they differ in where a sequence's rows lie.
@@ -14,9 +15,10 @@ Any lengths: queries and keys may differ in length (attention over a KV cache)
 and need not be tile multiples. TileLang's copies zero-fill the rows of a tile
 past a tensor's end and clip its stores there; keys past a sequence's end are
 masked to ``-inf`` in the scores, by the causal mask or by the length mask
-that non-causal kernels apply, each only on the key blocks that need it. With ``causal``, query ``i`` sees keys
-``j <= i + seqlen_k - seqlen_q`` (aligned bottom-right, as FlashAttention 2.1+
-defines it: the last query sees every key); a query that sees no key outputs 0.
+that non-causal kernels apply, each only on the key blocks that need it.
+With ``causal``, query ``i`` sees keys ``j <= i + seqlen_k - seqlen_q``
+(aligned bottom-right, as FlashAttention 2.1+ defines it: the last query sees
+every key); a query that sees no key outputs 0.
 Query head ``h`` reads key/value head ``h // (heads // kv_heads)`` (GQA, MQA).
 """
 # No ``from __future__ import annotations``: T.prim_func evaluates the
