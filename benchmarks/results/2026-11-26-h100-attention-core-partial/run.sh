@@ -7,4 +7,4 @@ timeout 575 python -m benchmarks run --suite attention-core --tune-top-k 4 --rep
   --out "$1/attention-core.json"
 # PARTIAL: cut off by its 575 s limit after 9 of the 26 configs (head dim 64 at 1024, 4096, 16384 tokens,
 # causal and not, and head dim 128 non-causal); the same suite took 392 s whole on 2026-11-23. Where the time went
-# was not measured (pt-tvm's own search, tuning and build took 9-12 s a config).
+# was not measured (pt-tvm's own search, tuning and build took 10-13 s a config).
