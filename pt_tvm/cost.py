@@ -433,7 +433,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / (iters - steady_lo))
     block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
     blocks = graph.grid_blocks() or vdev.num_eus * bpe
-    waves = waves_run = int(math.ceil(blocks / (vdev.num_eus * bpe)))
+    waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
     span = per_iter * (iters - steady_lo)
     util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in sim.busy.items() if v}
     # co-resident blocks overlap each other's idle time, but not perfectly, until an sEU is busy with all
@@ -442,7 +442,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     extra = max(0.0, graph.loop.trip_count - iters) / (iters - steady_lo)
     work = max((sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy), default=0.0)
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
-    hidden = 0.0
+    kernel_cycles = wave_cycles * waves
     if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
         fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
         if plan.stream_k:  # the slower of a head's block (whole tiles, its head, the partial sums it adds, the
@@ -454,14 +454,14 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
             head = split.head * per_iter + split.adds * fixup + epilogue
             tail = (split.tail_quota * per_iter + split.tail_segments * fixup
                     + (split.tail_segments - 1) * after_fixup)
-            wave_cycles, waves, waves_run = fill + whole + max(head, tail), 1, 1
+            kernel_cycles, waves = fill + whole + max(head, tail), 1
         else:
-            hidden = (waves - 1) * max(0.0, min(fill, epilogue))
+            kernel_cycles -= (waves - 1) * max(0.0, min(fill, epilogue))
     elif graph.loop.max_trip_count:
         # blocks of unequal length (a causal mask), the heaviest launched first: the light ones fill the last
         # wave, so the grid takes its share of the whole work, but no less than its heaviest block
         heaviest = sim_end + max(0.0, graph.loop.max_trip_count - iters) * per_iter
-        wave_cycles, waves_run = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest), 1
+        kernel_cycles = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest)
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
@@ -469,7 +469,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         block_cycles=block,
         blocks_per_eu=bpe,
         waves=waves,
-        seconds=vdev.cycles_to_seconds(wave_cycles * waves_run - hidden) * _wide_accumulator_factor(plan, graph, vdev),
+        seconds=vdev.cycles_to_seconds(kernel_cycles) * _wide_accumulator_factor(plan, graph, vdev),
         busy=util,
         trace=tuple(sim.events or ()),
         dram_bytes=dram_bytes,

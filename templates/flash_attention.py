@@ -80,11 +80,11 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
     fills whole tiles and the key/value blocks are loaded once for the group."""
     per = block_M // pack  # queries per block (of each head)
 
-    def seq(buf, rows: _Rows, start, n: int, head):
-        """Rows ``start .. start + n`` of ``buf``'s sequence dim at ``head``."""
+    def seq(buf, rows: _Rows, start, n: int, head, cols=slice(None)):
+        """Rows ``start .. start + n`` of ``buf``'s sequence dim at ``head`` (its columns ``cols``)."""
         if packed:
-            return buf[start:start + n, head, :]
-        return buf[rows.b, start:start + n, head, :]
+            return buf[start:start + n, head, cols]
+        return buf[rows.b, start:start + n, head, cols]
 
     def head_panels():
         """``(g, c)`` of a packed block's tile pieces: head ``g``'s rows ``g * per .. (g + 1) * per`` of the
@@ -108,13 +108,13 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         return T.if_then_else(query(rows, i) >= k * block_N + j, 0, -T.infinity(ACCUM))
 
     def masked(rows: _Rows, k):
-        """Whether key block ``k`` holds a key that some query of the block may not see (None: no block does):
-        the blocks on a causal mask's diagonal, and the block holding a sequence's end. The others skip the
-        per-score mask (FlashAttention 3 likewise masks only these)."""
+        """Whether key block ``k`` holds a key that some query of the block may not see (``False`` where no
+        block does, so no branch is written): the blocks on a causal mask's diagonal, and the block holding a
+        sequence's end. The others skip the per-score mask (FlashAttention 3 likewise masks only these)."""
         if causal:
             return (k + 1) * block_N > query(rows, 0) + 1
         if isinstance(rows.sk, int) and rows.sk % block_N == 0:
-            return None
+            return False
         return (k + 1) * block_N > rows.sk
 
     @T.macro
@@ -136,17 +136,14 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         if pack == 1:
             T.copy(seq(Q, rows, rows.q0 + rows.qb * block_M, block_M, rows.h), Q_shared)
         for g, c in head_panels():
-            T.copy(Q[rows.b, rows.qb * per:rows.qb * per + per, rows.h + g, c:c + _PANEL],
+            T.copy(seq(Q, rows, rows.q0 + rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)),
                    Q_shared[g * per:(g + 1) * per, c:c + _PANEL])
         T.fill(acc_o, 0)
         T.fill(logsum, 0)
         T.fill(scores_max, -T.infinity(ACCUM))
         for k in T.Pipelined(kv_blocks(rows), num_stages=num_stages):
             T.copy(seq(K, rows, rows.k0 + k * block_N, block_N, k_head0 + rows.h // groups), K_shared)
-            if masked(rows, k) is None:
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = 0
-            elif masked(rows, k):
+            if masked(rows, k):
                 for i, j in T.Parallel(block_M, block_N):
                     acc_s[i, j] = mask(rows, i, j, k)
             else:
@@ -178,7 +175,7 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
             T.copy(Q_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
         for g, c in head_panels():
             T.copy(Q_shared[g * per:(g + 1) * per, c:c + _PANEL],
-                   O[rows.b, rows.qb * per:rows.qb * per + per, rows.h + g, c:c + _PANEL])
+                   seq(O, rows, rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)))
 
     return program
 
