@@ -54,7 +54,7 @@ PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates th
 class SearchSpace:
     """What the intra-EU search enumerates (defaults cover the paper's space for one loop)."""
 
-    consumer_wgs: tuple[int, ...] = (1, 2)
+    consumer_wgs: tuple[int, ...] = (1, 2, 3)
     depths: tuple[int, ...] = (1, 2, 3, 4)
     # warp-specialized depths added where the loop is L2-bound (pt_tvm.cost.l2_bound): there a load waits in
     # L2's queues and the LLaMA layer's GEMMs ran 1.2-1.3x faster 4-6 deep than 3 (cost.TMA_LOADED_CYCLES);

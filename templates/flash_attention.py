@@ -339,11 +339,19 @@ def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, 
     if tile["threads"] % 32:
         raise _fail(template, "threads", f"must be a multiple of 32, got {tile['threads']}")
     _check_pack(template, problem, tile)
+    _check_head_tile(template, problem, tile)
     rows = tile["threads"] // 32 * 16
     if tile["block_M"] % rows:
         raise _fail(template, "block_M", f"={tile['block_M']} must be a multiple of {rows} for "
                                          f"threads={tile['threads']}: GemmWarpPolicy.FullRow gives each warp 16 or "
                                          "more query rows")
+
+
+def _check_head_tile(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """A tile size offered for one head dim only (``_HEAD_TILES``)."""
+    for (key, value), dim in _HEAD_TILES.items():
+        if tile[key] == value and problem["dim"] != dim:
+            raise _fail(template, key, f"={value} is offered at head dim {dim} only, got dim={problem['dim']}")
 
 
 def _check_pack(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -514,7 +522,12 @@ def _varlen_flops(problem: Mapping[str, Any]) -> float:
 
 
 _TILE = {"block_M": 128, "block_N": 128, "threads": 256}
-_TILE_SPACE = {"block_M": (64, 128), "block_N": (64, 128), "threads": (128, 256)}
+_TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256)}
+# FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
+# 192 query rows over three consumer warpgroups ran 1.01-1.10x the best 128-row tile at head dim 64 (4k and 16k
+# tokens) and 80-key blocks 1.02-1.04x 64-key ones at 256 on one H100
+# (benchmarks/results/2026-11-27-h100-attention-tiles); its 176-key tile for head dim 128 ran 0.96-1.01x, left out
+_HEAD_TILES = {("block_M", 192): 64, ("block_N", 80): 256}
 _COMMON = {"dim": 128, "causal": False, "softmax_scale": 0.0, "dtype": "float16"}
 
 _PACKED_TILE_SPACE = {**_TILE_SPACE, "pack_gqa": (0, 1)}  # the [batch, seqlen, heads, dim] templates

@@ -226,6 +226,42 @@ def test_hopper_kernel_compiles_with_nvcc_without_spills(hopper_fa, tmp_path):
     assert "flash_attention_kernel" in compiles_without_spills(src, tmp_path, "fa")
 
 
+# ---------------------------------------------------------------- three consumer warpgroups (FlashAttention 3's D64 tile)
+@pytest.fixture(scope="module")
+def three_warpgroups():
+    """FlashAttention at head dim 64 in 192x128 tiles (ragged and causal): the search's plan and its CUDA."""
+    params = {**SMALL_FA, "seq_len": 1000, "dim": 64, "causal": True, "block_M": 192, "block_N": 128,
+              "threads": 128}
+    result, _, build = pt_tvm.schedule_template("flash_attention", "h100", params=params)
+    return result.best.plan, _lower(build(), "h100", get("flash_attention").pass_configs)
+
+
+def test_three_consumer_warpgroups_share_192_rows(three_warpgroups):
+    """Three consumer warpgroups of 64 query rows each, at the 160 registers a thread the producer's donation
+    leaves them (setmaxnreg), each issuing its own m64n128 QK wgmma and taking turns in a ring of barriers."""
+    plan, src = three_warpgroups
+    assert plan.style.value == "warp_specialized" and plan.role("consumer").warps == 12
+    assert "__launch_bounds__(512, 1)" in src
+    assert "warpgroup_reg_alloc<160>" in src and "warpgroup_reg_dealloc<24>" in src
+    assert re.search(r"wgmma_ss<[^>]*, 64, 128, 16,", src)
+    assert "% 3) * " in src  # each warpgroup's 64 rows of the Q tile
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_three_consumer_warpgroups_compile_without_spills(three_warpgroups, tmp_path):
+    compiles_without_spills(three_warpgroups[1], tmp_path, "fa192")
+
+
+def test_three_warpgroups_split_rows_only():
+    """Three consumer warpgroups are verified only where every gemm tile splits by rows (192 rows): a 128x192
+    GEMM tile, six 64x64 pieces that another policy could share out, is refused."""
+    func = _func("gemm", **{**SMALL_GEMM, "block_M": 128, "block_N": 192})
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=3, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    assert any("cannot be split over 3 consumer warpgroups" in v.message for v in violations(plan, graph, vdev))
+
+
 # ---------------------------------------------------------------- software-pipelined plans on Hopper
 def test_hopper_software_pipelined_plan_turns_warp_specialization_off():
     """A software-pipelined Hopper plan records the pass config that keeps TileLang from warp-specializing:

@@ -149,6 +149,18 @@ def test_packed_gqa_refusals(params, message):
         templates.get("flash_attention").resolve(**{"pack_gqa": 1, "block_M": 128, **params})
 
 
+@pytest.mark.parametrize("tile, dim, message", [
+    ({"block_M": 192, "block_N": 128}, 64, "'block_M' =192 is offered at head dim 64 only, got dim=128"),
+    ({"block_M": 128, "block_N": 80}, 256, "'block_N' =80 is offered at head dim 256 only, got dim=128"),
+])
+def test_head_dim_tiles_refused_elsewhere(tile, dim, message):
+    """FlashAttention 3's tiles for head dims 64 (192 query rows) and 256 (80 keys) are offered there only."""
+    fa = templates.get("flash_attention")
+    fa.resolve(dim=dim, threads=128, **tile)
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        fa.resolve(dim=128, threads=128, **tile)
+
+
 def test_the_score_mask_runs_only_on_the_blocks_that_need_it():
     """The length and causal masks are one sTask, a branch between the masked fill and a plain one, that kills
     the scores every step (no false loop-carried dependence) and is priced at its masked side."""
