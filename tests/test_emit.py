@@ -226,7 +226,7 @@ def test_hopper_kernel_compiles_with_nvcc_without_spills(hopper_fa, tmp_path):
     assert "flash_attention_kernel" in compiles_without_spills(src, tmp_path, "fa")
 
 
-# ---------------------------------------------------------------- three consumer warpgroups (FlashAttention 3's D64 tile)
+# ---------------------------------------------------------------- three consumer warpgroups (FA3's D64 tile)
 @pytest.fixture(scope="module")
 def three_warpgroups():
     """FlashAttention at head dim 64 in 192x128 tiles (ragged and causal): the search's plan and its CUDA."""
