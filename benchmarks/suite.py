@@ -25,7 +25,7 @@ import torch
 
 import pt_tvm
 from pt_tvm import templates
-from pt_tvm.measure import REL_TOL, OutputCheck, Timing, as_outputs, check_call, input_sets
+from pt_tvm.measure import REL_TOL, SETTLE_MS, OutputCheck, Timing, as_outputs, check_call, input_sets
 
 from .precompile import Precompiler
 from .systems import AUTOTUNE_NUM_STAGES, build_system, flops_per_second
@@ -33,11 +33,6 @@ from .timing import TwoWays, time_two_ways
 
 __all__ = ["Config", "run_configs", "verdict", "timing_fields", "time_rows", "error_text", "header", "write_run",
            "SETTLE_MS"]
-
-# Untimed calls of a system before each of its timing rounds: long enough for a GPU at its power cap to reach
-# the clock the system's own load sets (one H100: about half a second, benchmarks/experiments/graph_gap.py)
-SETTLE_MS = 500.0
-
 
 @dataclass(frozen=True)
 class Config:

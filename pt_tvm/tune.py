@@ -27,7 +27,7 @@ from . import __version__, hw, templates
 from .compiler import planned_func, schedule_template
 from .errors import one_line
 from .graph import Placement
-from .measure import REL_TOL, as_outputs, check_call, input_sets, kernel_outputs, time_replayed
+from .measure import REL_TOL, SETTLE_MS, as_outputs, check_call, input_sets, kernel_outputs, time_replayed
 from .passes import apply_plan
 from .plan import ExecutionPlan
 from .search import Candidate, SearchResult, SearchSpace
@@ -210,7 +210,8 @@ def warm(jobs: list[tuple], workers: int) -> list[str]:
 
 def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None, top_k: int = DEFAULT_TOP_K,
                   workers: int | None = None, space: SearchSpace = SearchSpace(), seed: int = 0,
-                  warmup_ms: float = 50.0, rep_ms: float = 500.0, searched: Searched | None = None) -> TuneResult:
+                  warmup_ms: float = 50.0, rep_ms: float = 500.0, settle_ms: float = SETTLE_MS,
+                  searched: Searched | None = None) -> TuneResult:
     """Search, then measure the ``top_k`` diverse best-predicted plans on the local GPU and keep the fastest.
 
     The candidates compile in ``workers`` processes first (default: one per candidate, up to the
@@ -220,7 +221,8 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
 
     Candidates are timed in alternating rounds, so drift during the run cannot favour one of them, each
     replayed from a CUDA graph (``pt_tvm.measure.time_replayed``): queued calls of a short kernel time the
-    host's launch path, the same for every plan, and would pick among them by noise.
+    host's launch path, the same for every plan, and would pick among them by noise. Each candidate runs
+    ``settle_ms`` untimed before each of its rounds, as the benchmarks time systems (``measure.SETTLE_MS``).
     """
     vdev = hw.for_target(target)
     template = templates.get(name)
@@ -255,7 +257,7 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
     failed += [Measured(c, None, err, f"suspect result: relative error {err:.3g} is over {_OUTLIER:g}x the "
                         f"smallest of the other plans (a race?)") for c, err in suspect]
     way, times = time_replayed({str(id(c)): kernels[id(c)] for c, _ in checked}, sets,
-                               warmup_ms=warmup_ms, round_ms=rep_ms / 5)
+                               warmup_ms=warmup_ms, round_ms=rep_ms / 5, settle_ms=settle_ms)
     measured = [Measured(c, times[str(id(c))].ms, err) for c, err in checked] + failed
     valid = [m for m in measured if m.valid]
     if not valid:
@@ -271,9 +273,9 @@ def measure_one(job: Mapping[str, Any]) -> dict:
     graph).
 
     ``job``: ``template``, ``problem``, ``plan`` (an ExecutionPlan dict), ``chip`` (a VDevice dict),
-    optionally ``warmup_ms``, ``rep_ms``, ``seed``. Returns ``ms``, ``p20_ms``, ``p80_ms``, ``calls``, ``timing``,
-    ``rel_err``, ``build_s`` and the worker's ``versions``; or ``error``, the plan's fault (it did not
-    build, launch, or compute the right result).
+    optionally ``warmup_ms``, ``rep_ms``, ``settle_ms``, ``seed``. Returns ``ms``, ``p20_ms``, ``p80_ms``,
+    ``calls``, ``timing``, ``rel_err``, ``build_s`` and the worker's ``versions``; or ``error``, the plan's
+    fault (it did not build, launch, or compute the right result).
     """
     template = templates.get(job["template"])
     problem = dict(job["problem"])
@@ -304,7 +306,8 @@ def measure_one(job: Mapping[str, Any]) -> dict:
         return {**out, "error": f"wrong result: relative error {err:.3g} (tolerance {tol:g})"}
     sets = input_sets(make, sum(t.numel() * t.element_size() for t in check), vdev.l2_bytes, max_sets=8)
     way, times = time_replayed({"plan": kernel}, sets, warmup_ms=float(job.get("warmup_ms", 50.0)),
-                               round_ms=float(job.get("rep_ms", 500.0)) / 5)
+                               round_ms=float(job.get("rep_ms", 500.0)) / 5,
+                               settle_ms=float(job.get("settle_ms", SETTLE_MS)))
     t = times["plan"]
     return {**out, "ms": t.ms, "p20_ms": t.p20, "p80_ms": t.p80, "calls": t.calls, "timing": way}
 

@@ -77,3 +77,28 @@ def test_candidates_are_timed_replayed_and_all_queued_if_one_cannot_be_captured(
     assert way == measure.GRAPH and (got["a"].ms, got["b"].ms) == (0.5, 0.25)
     way, got = measure.time_replayed({"a": 0.5, "b": "uncapturable"}, [()], rounds=2, warmup_ms=1.0, round_ms=4.0)
     assert way == measure.QUEUED and got["a"].ms == got["b"].ms == 9.0
+
+
+def test_candidates_settle_before_each_timed_round(monkeypatch):
+    """Each candidate runs ``settle_ms`` of untimed calls before each of its timed rounds, as the benchmarks time
+    systems: on a GPU at its power cap a plan is otherwise timed at the clock the plan before it left."""
+    import inspect
+
+    from pt_tvm import measure, tune
+
+    calls = []
+
+    class Fake:
+        calls_per_sample = 1
+
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, samples, offset=0):
+            calls.append((self.name, samples))
+            return [0.5] * samples
+
+    monkeypatch.setattr(measure, "capture", lambda fn, sets: Fake(fn))
+    measure.time_replayed({"a": "a", "b": "b"}, [()], rounds=2, warmup_ms=1.0, round_ms=4.0, settle_ms=10.0)
+    assert calls[-8:] == [("a", 20), ("a", 8), ("b", 20), ("b", 8), ("b", 20), ("b", 8), ("a", 20), ("a", 8)]
+    assert inspect.signature(tune.tune_template).parameters["settle_ms"].default == measure.SETTLE_MS
