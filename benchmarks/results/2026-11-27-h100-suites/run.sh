@@ -33,3 +33,10 @@ case $step in
   attention0) run_suite attention-core 4 560 0/2 $ATTENTION ;;
   attention1) run_suite attention-core 4 560 1/2 $ATTENTION ;;
 esac
+# What ran: gemm0 and gemm1 whole (one machine). The machine went back at its 30-minute hold; on a second one
+# every GPU test (gpu-tests-all-76fd01b.txt: OUT=$OUT/t bash benchmarks/gpu-tests.sh 15 470), then .gpu-peers/a,
+# then .gpu-peers/b and attention-core unsharded in one call with the device time left:
+#   timeout 420 python -m benchmarks run --suite attention-core --tune-top-k 4 --rep-ms 200 \
+#     --systems $ATTENTION --out $OUT/attention-core.json
+# PARTIAL: 7 of 26 configs (about 55 s a config: eight systems, each settled 500 ms before each of 5 rounds,
+# torch-compile compiled afresh per config, pt-tvm's search, build and tuning); attention1 never ran.
