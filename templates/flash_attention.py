@@ -524,7 +524,7 @@ def _varlen_flops(problem: Mapping[str, Any]) -> float:
 _TILE = {"block_M": 128, "block_N": 128, "threads": 256}
 _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256)}
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
-# 192 query rows over three consumer warpgroups ran 1.01-1.10x the best 128-row tile at head dim 64 (4k and 16k
+# 192 query rows over three consumer warpgroups ran 1.01-1.12x the best 128-row tile at head dim 64 (4k and 16k
 # tokens) and 80-key blocks 1.02-1.04x 64-key ones at 256 on one H100
 # (benchmarks/results/2026-11-27-h100-attention-tiles); its 176-key tile for head dim 128 ran 0.96-1.01x, left out
 _HEAD_TILES = {("block_M", 192): 64, ("block_N", 80): 256}
