@@ -39,3 +39,11 @@ case $step in
   mamba) sharded mamba 540 pt-tvm,pt-tvm-model,tilelang-auto,tilelang-ws,mamba-triton,torch-compile ;;
   attention) sharded attention-core 560 pt-tvm,pt-tvm-model,tilelang-auto,tilelang-ws,cudnn-sdpa,fa3 ;;
 esac
+# What ran (2026-11-27, one nvidia-h100-x4 machine; the session asked for nvidia-h200-x4 and H100s came): gemm,
+# mamba, attention, each followed by `rm -rf $OUT/<suite>` (a call returns 8 files; the reports were written here,
+# `python -m benchmarks report`, and the rooflines, `python -m benchmarks roofline mamba.json`). Then on the same
+# machine every GPU test (gpu-tests-cb5b2ef.txt):
+#   source .gpu-bundle/setup.sh && source benchmarks/gpu-env.sh && env_setup && OUT=$OUT/t bash benchmarks/gpu-tests.sh 32 300
+# A second call meant to run the 5 tests not reached passed their ids as PYTEST_ARGS, which gpu-tests.sh hands to
+# every process: each ran all five, and the call timed out (240 s) before any summary. The session's device time
+# was then spent: no H200 run. Logs here: TileLang's compile and AutoWarpSpecialization lines left out.
