@@ -108,7 +108,8 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     if args.plot:
         _plot_path(args.plot)
     result, problem, build = schedule_template(args.template, vdev, params=_params(args.param),
-                                               seed=args.seed, space=SearchSpace(random_orders=args.random_orders))
+                                               seed=args.seed, space=SearchSpace(random_orders=args.random_orders),
+                                               jobs=args.jobs)
     best = result.best
     print(f"{args.template} {problem} on {vdev.description}")
     print(best.plan.describe(best.graph))
@@ -160,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
     p.add_argument("--random-orders", type=int, default=4, help="random priority orders per configuration")
     p.add_argument("--top", type=int, default=5, help="runners-up to print")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="search the tiles in N worker processes (0: one per CPU; default $PT_TVM_SEARCH_JOBS, else 1)")
     p.set_defaults(func=_cmd_schedule)
 
     add_cluster_commands(sub, _params)  # tracker, worker, tune, tunedb

@@ -68,9 +68,10 @@ def schedule(func: Any, target: Any, *, space: SearchSpace = SearchSpace(), seed
 
 def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | None = None,
                       tiles: Sequence[Mapping[str, Any]] | None = None, space: SearchSpace = SearchSpace(),
-                      seed: int = 0, calibration: Calibration | None = None
+                      seed: int = 0, calibration: Calibration | None = None, jobs: int | None = None
                       ) -> tuple[SearchResult, dict, Callable[[Candidate | None], Any]]:
-    """Two-level search for a built-in template: every candidate tile (inter-EU), then its plans (intra-EU).
+    """Two-level search for a built-in template: every candidate tile (inter-EU), then its plans (intra-EU),
+    the tiles searched in ``jobs`` worker processes (:func:`pt_tvm.search.search_jobs`).
 
     Tile parameters among ``params`` (``block_M=64``) pin that dimension of the tile search; the shape is
     checked against the tiles the search may choose. Returns ``(result, problem, build)`` where
@@ -89,7 +90,7 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         return graph
 
     result = search_tiles(cands, graph_of, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
-                          flops=template.flops(problem))
+                          flops=template.flops(problem), jobs=jobs)
     if template.extra_seconds is not None:
         result = _with_extra_seconds(result, lambda tile: template.extra_seconds(problem, tile, vdev))
 

@@ -9,12 +9,16 @@ search around the best of each configuration: every placement of each asynchrono
 decides what it overlaps, and on Hopper each of those with wgmmas kept in flight and
 with the consumer warpgroups taking turns on the tensor cores (ping-pong). Every
 candidate passes verification before it is priced; the fastest predicted plan wins.
-Deterministic for a given seed.
+Deterministic for a given seed, and alike whether the tiles' graphs are searched one after
+another or side by side in worker processes (``jobs``, :func:`search_jobs`).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import math
+import multiprocessing
+import os
 import random
 import time
 from collections import Counter
@@ -43,7 +47,9 @@ from .space import (
 from .verify import violations
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "offers_depth", "ranked",
-           "search_graph", "search", "search_tiles", "schedule_graph"]
+           "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "JOBS_ENV"]
+
+JOBS_ENV = "PT_TVM_SEARCH_JOBS"  # worker processes for the tiles' searches where a call names none (default 1)
 
 
 class NoValidPlan(PlanError):
@@ -241,28 +247,60 @@ def ranked(cands: Sequence[Candidate]) -> list[Candidate]:
 
 def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping[str, Any]], STaskGraph],
                  vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
-                 calibration: Calibration | None = None, flops: float | None = None) -> SearchResult:
+                 calibration: Calibration | None = None, flops: float | None = None,
+                 jobs: int | None = None) -> SearchResult:
     """Both levels: every candidate tile (inter-EU; ``graph_of`` gives its sTask-graph), then its plans.
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
     graphs = [graph_of(t) for t in tiles]
-    return search(graphs, vdev, space=space, seed=seed, calibration=calibration, tiles=tiles, flops=flops)
+    return search(graphs, vdev, space=space, seed=seed, calibration=calibration, tiles=tiles, flops=flops, jobs=jobs)
+
+
+def search_jobs(jobs: int | None, graphs: int) -> int:
+    """Worker processes for ``graphs`` tiles' searches: ``jobs``, else ``$PT_TVM_SEARCH_JOBS`` (0: one per CPU),
+    else 1 (in this process); never more than the graphs. A worker starts in about 5 s (it imports TileLang),
+    so it pays where a search takes longer: FlashAttention's, 20-60 s on one core."""
+    if jobs is None:
+        text = os.environ.get(JOBS_ENV, "1")
+        try:
+            jobs = int(text)
+        except ValueError:
+            raise ValueError(f"{JOBS_ENV}={text!r}: want a number of worker processes (0: one per CPU)") from None
+    if jobs < 0:
+        raise ValueError(f"search jobs must be >= 0 (0: one per CPU), got {jobs}")
+    return max(1, min(jobs or os.cpu_count() or 1, graphs))
+
+
+def _search_graph_job(job: tuple) -> tuple[list[Candidate], Counter]:
+    """:func:`search_graph` in a worker process: its candidates and its counts."""
+    graph, vdev, kwargs = job
+    stats: Counter = Counter()
+    return search_graph(graph, vdev, stats=stats, **kwargs), stats
 
 
 def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
            calibration: Calibration | None = None, tiles: Sequence[Mapping[str, Any]] | None = None,
-           flops: float | None = None) -> SearchResult:
-    """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first.
+           flops: float | None = None, jobs: int | None = None) -> SearchResult:
+    """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first;
+    the graphs searched in ``jobs`` worker processes (:func:`search_jobs`), the same plans either way.
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
     t0 = time.perf_counter()
     stats: Counter = Counter()
     found: list[Candidate] = []
-    for i, graph in enumerate(graphs):
-        found += search_graph(graph, vdev, space=space, seed=seed, calibration=calibration,
-                              tile=tiles[i] if tiles else None, stats=stats)
+    work = [(graph, vdev, {"space": space, "seed": seed, "calibration": calibration,
+                           "tile": tiles[i] if tiles else None}) for i, graph in enumerate(graphs)]
+    workers = search_jobs(jobs, len(graphs))
+    if workers > 1:  # spawned, not forked: the parent holds TVM's threads
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for graph, (cands, counts) in zip(graphs, pool.map(_search_graph_job, work)):
+                found += [replace(c, graph=graph) for c in cands]  # the caller's graph, not the worker's copy
+                stats.update(counts)
+    else:
+        for graph, _, kwargs in work:
+            found += search_graph(graph, vdev, stats=stats, **kwargs)
     best_first = ranked(found)
     rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
     if not stats["considered"]:

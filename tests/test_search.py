@@ -28,7 +28,7 @@ from pt_tvm.graph import (
 from pt_tvm.hw import SEUKind
 from pt_tvm.passes.deps import dependences
 from pt_tvm.plan import effective_distance
-from pt_tvm.search import PRICE_TIE, NoValidPlan, SearchSpace, rank_key, search, search_graph
+from pt_tvm.search import JOBS_ENV, PRICE_TIE, NoValidPlan, SearchSpace, rank_key, search, search_graph, search_jobs
 from pt_tvm.templates import get
 from pt_tvm.verify import verify, violations
 
@@ -273,6 +273,33 @@ def test_search_is_deterministic_across_processes():
     assert outs[0] == outs[1]
     here = search([graph], hw.get("h100"), space=SearchSpace(depths=(1, 2, 3), random_orders=2), seed=7)
     assert json.loads(outs[0]) == json.loads(here.best.plan.to_json())
+
+
+def test_search_in_worker_processes_finds_the_same_plans():
+    """The tiles' graphs searched side by side in two spawned workers rank the same plans at the same prices as
+    one process does, and hand back the caller's graphs (``build`` finds a candidate's PrimFunc by its graph)."""
+    vdev = hw.get("h100")
+    graphs = [random_graph(seed + 200, "h100") for seed in range(3)]
+    serial = search(graphs, vdev, space=SPACE, seed=3, jobs=1)
+    side_by_side = search(graphs, vdev, space=SPACE, seed=3, jobs=2)
+    assert [(c.plan, c.seconds, c.note) for c in side_by_side.ranked] == \
+        [(c.plan, c.seconds, c.note) for c in serial.ranked]
+    assert side_by_side.considered == serial.considered and side_by_side.rejected == serial.rejected
+    assert all(any(c.graph is g for g in graphs) for c in side_by_side.ranked)
+
+
+def test_search_jobs(monkeypatch):
+    monkeypatch.delenv(JOBS_ENV, raising=False)
+    assert search_jobs(None, 12) == 1
+    assert search_jobs(4, 12) == 4 and search_jobs(4, 3) == 3
+    assert search_jobs(0, 1000) == min(1000, os.cpu_count() or 1)
+    monkeypatch.setenv(JOBS_ENV, "3")
+    assert search_jobs(None, 12) == 3 and search_jobs(1, 12) == 1
+    monkeypatch.setenv(JOBS_ENV, "many")
+    with pytest.raises(ValueError, match=JOBS_ENV):
+        search_jobs(None, 12)
+    with pytest.raises(ValueError, match="jobs must be >= 0"):
+        search_jobs(-1, 12)
 
 
 # ---------------------------------------------------------------- templates
