@@ -342,7 +342,7 @@ class _Timeline(Simulation):
         self.busy_all = {k: 0.0 for k in _SERVERS}  # over every simulated instance
         self.steady = (iters // 2, iters)
         self.events: list[Event] | None = [] if trace else None
-        self.cycles: dict[tuple, tuple[float, float]] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
+        self.cycles: dict[tuple, tuple] = {}  # sTask_cycles is pure: each (sTask, sEU, share) once
         self.reuse = dram_reuse(plan, graph, vdev)
         self.copy_rates = copy_rates(plan, graph, vdev, self.reuse)
         # Warpgroups of one role that do not take turns are released by the same barriers and issue the same
@@ -374,16 +374,16 @@ class _Timeline(Simulation):
         return self.sync_cost.get((stream.role, a.stask), 0.0)
 
     def issue(self, stream: Stream, a: Append, it: int, start: float) -> tuple[float, float]:
-        t = self.graph.stask(a.stask)
-        key = (t.id, a.seu, stream.share)
+        key = (a.stask, a.seu, stream.share)
         cached = self.cycles.get(key)
-        if cached is None:  # the calibrated work and the latency, once per (sTask, sEU, share)
+        if cached is None:  # the sTask, its calibrated work and its latency, once per (sTask, sEU, share)
+            t = self.graph.stask(a.stask)
             work, latency = sTask_cycles(t, a.seu, self.graph, self.vdev, stream.share, self.copy_rates.get(t.id))
             work *= self.cal.factor(a.seu) * (self.wgmma.get(t.id, 1.0) if a.seu == SEUKind.TENSOR_CORE else 1.0)
             if a.seu == SEUKind.TMA and t.placement == Placement.LOOP and _global_load(t):
                 latency = max(latency, self.loaded - work * len(self.servers[a.seu]))
-            cached = self.cycles[key] = (work, latency)
-        work, latency = cached
+            cached = self.cycles[key] = (t, work, latency)
+        t, work, latency = cached
         pool = self.servers[a.seu]
         k = pool.index(min(pool))
         per_server = work * len(pool)  # each of n servers runs at 1/n of the sEU's rate

@@ -135,11 +135,11 @@ class Simulation:
     def needs(self, stream: Stream, entry: Entry) -> tuple[float | None, Key | None]:
         """(when the entry's dependences have completed, None) or (None, the first missing completion)."""
         what, it = entry
-        if what == TURN_ARRIVE:
-            return 0.0, None
-        if what == TURN_WAIT:  # the previous warpgroup's hand-on of this step (the last one's of the one before)
-            group = self.by_role[stream.role]
-            w = group.index(stream)
+        if not isinstance(what, Append):  # a turn (an Append's dataclass __eq__ would cost more than this test)
+            if what == TURN_ARRIVE:
+                return 0.0, None
+            # TURN_WAIT: the previous warpgroup's hand-on of this step (the last one's of the one before)
+            group, w = self.by_role[stream.role], stream.warpgroup
             key = (group[w - 1].name, TURN_ARRIVE, it) if w else (group[-1].name, TURN_ARRIVE, it - 1)
             if key[2] < 0:
                 return 0.0, None
@@ -169,6 +169,10 @@ class Simulation:
         """Issue the earliest-ready head until none can issue; (stream, head, what it waits for) of the
         streams left waiting forever (none when every program finished)."""
         streams, done, epilogue = self.streams, self.done, Placement.EPILOGUE
+        ends = [len(s.queue) for s in streams]
+        # whether each queue entry is an epilogue sTask (it starts after every loop iteration has completed)
+        last = [[isinstance(what, Append) and self.placement[what.stask] == epilogue for what, _ in s.queue]
+                for s in streams]
         heads = [0] * len(streams)
         head_ready: list[float | None] = [None] * len(streams)  # a head's dependences, once simulated, cannot change
         blocked: list[Key | None] = [None] * len(streams)  # the first missing completion a stream's head waits for
@@ -176,7 +180,7 @@ class Simulation:
             best, best_start = -1, 0.0
             for n, s in enumerate(streams):
                 i = heads[n]
-                if i >= len(s.queue):
+                if i >= ends[n]:
                     continue
                 ready = head_ready[n]
                 if ready is None:
@@ -187,8 +191,7 @@ class Simulation:
                         continue
                     head_ready[n] = ready
                 start = s.time if s.time > ready else ready
-                what = s.queue[i][0]
-                if isinstance(what, Append) and self.placement[what.stask] == epilogue:
+                if last[n][i]:
                     start = max(start, max(self.iter_done))
                 if best < 0 or start < best_start:
                     best, best_start = n, start
