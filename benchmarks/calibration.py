@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import os
 from typing import Any, Mapping
 
 from pt_tvm import cost, hw, templates
 from pt_tvm.passes import extract_stask_graph
 from pt_tvm.plan import ExecutionPlan
+
+from .runfile import read_json
 
 __all__ = ["samples_from_run", "cmd_calibrate"]
 
@@ -51,8 +52,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     vdev = hw.get(args.target)
     samples = []
     for path in args.runs:
-        with open(path) as f:
-            samples += samples_from_run(json.load(f), vdev)
+        samples += samples_from_run(read_json(path), vdev)
     if not samples:
         print("benchmarks calibrate: no measured pt-tvm candidates in the given runs (run the suite with pt-tvm)")
         return 2

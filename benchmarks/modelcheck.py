@@ -12,7 +12,6 @@ change is judged on the plans the search would still rank.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -26,7 +25,7 @@ from pt_tvm.search import offers_depth, rank_key
 from .calibration import samples_from_run
 from .report import geomean
 from .roofline import chip_of_device
-from .runfile import RunFileError, checked_run
+from .runfile import checked_run, read_json
 
 __all__ = ["MIN_PLANS", "ConfigCheck", "Summary", "ranks", "spearman", "offered", "check_rows", "summarize",
            "load_runs", "table", "cmd_model_check"]
@@ -151,13 +150,7 @@ def load_runs(path: str) -> list[tuple[str, dict]]:
     """(name, run) of a run JSON, or of each run of a recorded bundle (``{"runs": {name: run}}``, as in
     tests/data); ``.gz`` files are read through gzip; every row checked as :func:`benchmarks.runfile.load_run`
     does. A run's device is in its header or at its top."""
-    try:
-        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise RunFileError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:  # unreadable, not gzip, invalid JSON
-        raise RunFileError(f"{path}: cannot read it as a run ({e})") from None
+    data = read_json(path)
     runs = data.get("runs") if isinstance(data, dict) else None
     named = list(runs.items()) if isinstance(runs, dict) else [(path, data)]
     return [(name, checked_run(name, run, need_rows=False)) for name, run in named]

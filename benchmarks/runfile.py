@@ -4,14 +4,17 @@
 :func:`load_run`, so a missing, truncated or hand-broken file (rows without ``system``,
 ``kernel`` or ``config``; a time that is not a positive finite number) is an input error
 (exit status 2) before anything else happens, never a traceback or a verdict on garbage.
+A ``.gz`` file is read through gzip: the committed runs in ``benchmarks/results`` are kept
+compressed where they are large (a device call carries the whole working tree, 64 MiB at most).
 """
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from typing import Any, Mapping
 
-__all__ = ["RunFileError", "load_run", "checked_run", "row_problem"]
+__all__ = ["RunFileError", "load_run", "checked_run", "row_problem", "read_json"]
 
 
 class RunFileError(ValueError):
@@ -48,19 +51,24 @@ def load_run(path: str, *, need_rows: bool = True) -> dict:
     """``{"header": ..., "rows": [...]}`` from ``path``, every row checked (:func:`row_problem`); raises
     RunFileError for a missing or unreadable file, invalid JSON, a file that is not a run, a bad row,
     or (with ``need_rows``) no rows at all."""
+    return checked_run(path, read_json(path), need_rows=need_rows)
+
+
+def read_json(path: str) -> Any:
+    """The JSON in ``path`` (through gzip where it ends in ``.gz``); RunFileError for a missing, unreadable
+    or invalid file."""
     try:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             text = f.read()
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, EOFError, UnicodeDecodeError) as e:  # gzip: BadGzipFile (an OSError) or a truncated stream
         raise RunFileError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     try:
-        run = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise RunFileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno}; "
                            f"truncated or corrupt?)") from None
-    return checked_run(path, run, need_rows=need_rows)
 
 
 def checked_run(name: str, run: Any, *, need_rows: bool = True) -> dict:

@@ -789,6 +789,27 @@ def test_missing_truncated_and_unwritable_files_are_input_errors(tmp_path, capsy
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
+def test_a_gzipped_run_reads_as_the_run_and_a_broken_one_is_an_input_error(tmp_path, capsys):
+    """Large committed runs are kept as ``.json.gz``: every command reads them as the plain file; a file that
+    is not gzip, or a cut-off stream, is an input error in one line."""
+    import gzip
+
+    from benchmarks.runfile import load_run
+
+    plain = _write(tmp_path / "run.json", _synthetic_run())
+    data = (tmp_path / "run.json").read_bytes()
+    (tmp_path / "run.json.gz").write_bytes(gzip.compress(data))
+    assert load_run(str(tmp_path / "run.json.gz")) == load_run(plain)
+    assert bench_cli.main(["compare", str(tmp_path / "run.json.gz"), plain]) == 0
+    capsys.readouterr()
+    (tmp_path / "plain.json.gz").write_bytes(data)
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(data)[:40])
+    for bad in ("plain.json.gz", "cut.json.gz"):
+        assert bench_cli.main(["compare", str(tmp_path / bad), plain]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}: cannot read it" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_report_of_a_bad_file_writes_nothing(tmp_path, capsys):
     (tmp_path / "cut.json").write_text('{"header": {}, "rows": [{"kernel": "gemm", ')
     for bad in (str(tmp_path / "cut.json"), _write(tmp_path / "empty.json", {"header": {}, "rows": []}),

@@ -6,7 +6,7 @@
 # At 9dde9e9 (gemm_rope's first epilogue): OUT=$OUT/t bash benchmarks/gpu-tests.sh 8 210 -k "gemm or rope or qkv or
 #   swiglu or linear" (gpu-tests-9dde9e9.txt); bash benchmarks/layers-gpu.sh llama 9dde9e9 (layers-llama-9dde9e9.json)
 # Then, on any machine (the Mamba2 rows from the previous grid, at 10226be):
-#   python -m benchmarks merge ../2026-11-26-h100-layers-big-tiles/layers.json --rerun layers-llama.json \
+#   python -m benchmarks merge ../2026-11-26-h100-layers-big-tiles/layers.json.gz --rerun layers-llama.json \
 #       --rerun layers-llama-batched.json --out layers.json
 #   python -m benchmarks report layers.json --out-dir layers/
 bash benchmarks/layers-gpu.sh "$@"
