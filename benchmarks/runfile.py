@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
 from typing import Any, Mapping
 
 __all__ = ["RunFileError", "load_run", "checked_run", "row_problem", "read_json"]
@@ -62,7 +63,7 @@ def read_json(path: str) -> Any:
             text = f.read()
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
-    except (OSError, EOFError, UnicodeDecodeError) as e:  # gzip: BadGzipFile (an OSError) or a truncated stream
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:  # gzip: not gzip, cut short, corrupt
         raise RunFileError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     try:
         return json.loads(text)

@@ -791,7 +791,7 @@ def test_missing_truncated_and_unwritable_files_are_input_errors(tmp_path, capsy
 
 def test_a_gzipped_run_reads_as_the_run_and_a_broken_one_is_an_input_error(tmp_path, capsys):
     """Large committed runs are kept as ``.json.gz``: every command reads them as the plain file; a file that
-    is not gzip, or a cut-off stream, is an input error in one line."""
+    is not gzip, a cut-off stream or a garbled one is an input error in one line."""
     import gzip
 
     from benchmarks.runfile import load_run
@@ -803,8 +803,10 @@ def test_a_gzipped_run_reads_as_the_run_and_a_broken_one_is_an_input_error(tmp_p
     assert bench_cli.main(["compare", str(tmp_path / "run.json.gz"), plain]) == 0
     capsys.readouterr()
     (tmp_path / "plain.json.gz").write_bytes(data)
-    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(data)[:40])
-    for bad in ("plain.json.gz", "cut.json.gz"):
+    packed = gzip.compress(data)
+    (tmp_path / "cut.json.gz").write_bytes(packed[:40])
+    (tmp_path / "garbled.json.gz").write_bytes(packed[:12] + bytes(b ^ 0x55 for b in packed[12:-8]) + packed[-8:])
+    for bad in ("plain.json.gz", "cut.json.gz", "garbled.json.gz"):
         assert bench_cli.main(["compare", str(tmp_path / bad), plain]) == 2
         err = capsys.readouterr().err
         assert f"{bad}: cannot read it" in err and len(err.strip().splitlines()) == 1, err
