@@ -171,7 +171,7 @@ class Simulation:
         streams, done, epilogue = self.streams, self.done, Placement.EPILOGUE
         ends = [len(s.queue) for s in streams]
         # whether each queue entry is an epilogue sTask (it starts after every loop iteration has completed)
-        last = [[isinstance(what, Append) and self.placement[what.stask] == epilogue for what, _ in s.queue]
+        after_loop = [[isinstance(what, Append) and self.placement[what.stask] == epilogue for what, _ in s.queue]
                 for s in streams]
         heads = [0] * len(streams)
         head_ready: list[float | None] = [None] * len(streams)  # a head's dependences, once simulated, cannot change
@@ -191,7 +191,7 @@ class Simulation:
                         continue
                     head_ready[n] = ready
                 start = s.time if s.time > ready else ready
-                if last[n][i]:
+                if after_loop[n][i]:
                     start = max(start, max(self.iter_done))
                 if best < 0 or start < best_start:
                     best, best_start = n, start
