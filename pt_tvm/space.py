@@ -43,8 +43,8 @@ from .stream_k import Split, runs_unskewed
 from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
-           "consumer_nreg", "in_flight_variants", "overlapped", "handoff_variants", "base_plans", "async_moves",
-           "reordered", "resource_bound", "PANELS", "tile_orders", "tile_walks", "row_split_variant"]
+           "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
+           "async_moves", "reordered", "resource_bound", "PANELS", "tile_orders", "tile_walks", "row_split_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -154,6 +154,36 @@ def _pipelines(graph: STaskGraph, loads: Sequence[STask], depth: int, producer: 
         out.append(Pipeline(f"p_{bufs[0]}", tuple(dict.fromkeys(bufs)), depth if scope == "loop" else 1,
                             producer, consumer, scope))
     return out
+
+
+def reader_stages(graph: STaskGraph, max_stage: int) -> list[dict[str, int]]:
+    """The loop's reader-stage choices (``pipeline_stage`` of :func:`warp_specialized`) that can give a plan.
+
+    Only a pipeline's first buffer carries its stage, and an sTask reading two pipelines reads them at one stage,
+    so such pipelines choose together: ``(max_stage + 1) ** classes`` choices, not one per loaded buffer (13
+    buffers and 8192 choices for chunk_scan with four heads a block, 32 of them plans). Each choice names every
+    loaded buffer (the others at 0), in the lexicographic order a product over the sorted buffers would give."""
+    loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if is_load(t, graph)})
+    loads = [t for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE]
+    first = {b: p.buffers[0] for p in _pipelines(graph, loads, 1, PRODUCER, CONSUMER) if p.scope == "loop"
+             for b in p.buffers}
+    cls = {b: b for b in set(first.values())}
+
+    def root(b: str) -> str:
+        while cls[b] != b:
+            b = cls[b]
+        return b
+
+    for t in graph.stasks:
+        read = sorted({first[b] for b in t.read_buffers() if b in first})
+        for b in read[1:]:
+            cls[root(b)] = root(read[0])
+    classes = sorted({root(b) for b in cls})
+    out = []
+    for stages in itertools.product(range(max_stage + 1), repeat=len(classes)):
+        of = dict(zip(classes, stages))
+        out.append({b: of[root(b)] if first.get(b) == b else 0 for b in loaded})
+    return sorted(out, key=lambda ps: [ps[b] for b in loaded])
 
 
 def warp_specialized(graph: STaskGraph, vdev: VDevice, *, consumer_wgs: int, depth: int,
@@ -402,15 +432,14 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
         return p.value if isinstance(p, Priority) else "random"
 
     if "warp_specialization" in vdev.features:
-        loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if is_load(t, graph)})
+        choices = reader_stages(graph, space.max_stage)
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
             probe = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},
                                      priority=Priority.PROGRAM, tile=tile)
             if probe is not None and resource_bound(probe, graph, vdev):
                 yield probe, f"warp-specialized {wgs} consumer WG, depth {depth}"
                 continue  # no order or stage choice fixes shared memory, registers or threads
-            for stages in itertools.product(range(space.max_stage + 1), repeat=len(loaded)):
-                ps = dict(zip(loaded, stages))
+            for ps in choices:
                 for pr in priorities:
                     note = (f"warp-specialized {wgs} consumer WG, depth {depth}, "
                             f"stages {ps or '{}'}, {pname(pr)} order")

@@ -64,6 +64,7 @@ from typing import Any, Mapping
 
 import tilelang.language as T
 import torch
+from tvm.script.ir_builder import IRBuilder
 
 from .base import FAST_MATH, Template, TemplateError
 
@@ -74,6 +75,15 @@ _ACCUM = "float32"
 _LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
 
 
+def _per_head(name: str, block_H: int, alloc: Any, *args: Any) -> list:
+    """``block_H`` buffers of one allocation, named ``name`` (one head) or ``name_j``: the builder names
+    only buffers bound to a Python name, and pt-tvm's plans and the emitted CUDA name them."""
+    buffers = [alloc(*args) for _ in range(block_H)]
+    for j, buf in enumerate(buffers):
+        IRBuilder.name(name if block_H == 1 else f"{name}_{j}", buf)
+    return buffers
+
+
 def n_chunks(seqlen: int, chunk: int) -> int:
     """Chunks of a sequence, the last one partial when ``chunk`` does not divide ``seqlen``."""
     return -(-seqlen // chunk)
@@ -81,11 +91,11 @@ def n_chunks(seqlen: int, chunk: int) -> int:
 
 @dataclass(frozen=True)
 class _Blk:
-    """Where a block works: batch ``b``, column tile ``t``, chunk ``c``, head ``h`` and its B/C group ``g``,
-    as expressions of ``blockIdx.x = b * tiles + t`` and ``blockIdx.z = c * heads + h`` (heads vary
-    fastest, so consecutive blocks of one group reuse the same B/C/cb tiles from L2). The batch
-    rides on ``blockIdx.x`` because ``blockIdx.z`` stops at 65535 (batch 64 x 16 chunks x 64 heads
-    is 65536).
+    """Where a block works: batch ``b``, column tile ``t``, chunk ``c``, first head ``h`` and its B/C group
+    ``g``, as expressions of ``blockIdx.x = b * tiles + t`` and ``blockIdx.z = c * (heads / block_H) + h /
+    block_H`` (heads vary fastest, so consecutive blocks of one group reuse the same B/C/cb tiles from L2). A
+    block takes ``block_H`` consecutive heads of one group (``h .. h + block_H - 1``). The batch rides on
+    ``blockIdx.x`` because ``blockIdx.z`` stops at 65535 (batch 64 x 16 chunks x 64 heads is 65536).
 
     The kernels hand this object to their ``T.macro`` and write ``blk.h`` etc. inline: a
     PrimExpr macro argument or ``h = ...`` in the kernel becomes a let, and pt-tvm's plan
@@ -99,8 +109,10 @@ class _Blk:
     g: Any
 
     @staticmethod
-    def of(bx, bz, tiles: int, heads: int, groups: int) -> "_Blk":
-        return _Blk(bx // tiles, bx % tiles, bz // heads, bz % heads, bz % heads // (heads // groups))
+    def of(bx, bz, tiles: int, heads: int, groups: int, block_H: int = 1) -> "_Blk":
+        blocks = heads // block_H
+        h = bz % blocks * block_H if block_H > 1 else bz % blocks
+        return _Blk(bx // tiles, bx % tiles, bz // blocks, h, h // (heads // groups))
 
 
 def build_chunk_state(
@@ -165,23 +177,28 @@ def build_chunk_state(
 
 def build_chunk_scan(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, has_d: bool,
-    dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+    dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
 ):
-    """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` per block.
+    """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` of ``block_H`` heads per block.
 
-    Before the loop: ``acc = (C_rows @ prev_states^T) * exp(dA_cumsum_rows)`` (the whole
+    Before the loop, per head: ``acc = (C_rows @ prev_states^T) * exp(dA_cumsum_rows)`` (the whole
     ``dstate`` in one GEMM). The pipelined loop walks the key blocks of the chunk up to
     the causal diagonal (``ceil((m+1)*block_M / block_K)`` steps): it stages the ``cb``
-    tile (float32), ``dA_cumsum`` and ``dt`` of the keys, builds the masked, decayed,
-    ``dt``-weighted scores in a register fragment (input dtype, the GEMM's A operand),
+    tile (float32) once for the block's heads, and per head ``dA_cumsum`` and ``dt`` of the keys, builds the
+    masked, decayed, ``dt``-weighted scores in a register fragment (input dtype, the GEMM's A operand),
     stages ``x`` of the keys and accumulates ``scores @ x``. After it: ``+ D[h] * x_rows``
     (``has_d``), then the store in ``x``'s dtype.
+
+    ``block_H`` heads of one group share the block's ``C`` and ``cb`` tiles: the group's float32 ``cb`` is
+    otherwise read again by every head (64 heads of Mamba2-1.3B's one group read 64 times its bytes from L2).
+    The heads are unrolled in Python, each with its own buffers.
 
     The decay before the loop reads ``dA_cumsum`` from global memory, not ``dA_m_shared``: TileLang's warp
     specialization makes the copy of a buffer the loop reads a TMA load that only the loop waits for, so a
     read of it before the loop would race that load (docs/NOTES-parity.md).
     """
     nchunks = n_chunks(seqlen, chunk)
+    packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
 
     def row0(blk, by):
         """Sequence position of the block's first row."""
@@ -200,52 +217,58 @@ def build_chunk_scan(
 
     @T.macro
     def tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by, blk):
-        """Block ``(blk.t, by)`` of chunk ``blk.c`` of ``y[blk.b, :, blk.h]``."""
+        """Block ``(blk.t, by)`` of chunk ``blk.c`` of ``y[blk.b, :, blk.h:blk.h + block_H]``."""
         C_shared = T.alloc_shared((block_M, dstate), dtype)
-        S_shared = T.alloc_shared((block_N, dstate), dtype)
-        dA_m_shared = T.alloc_shared((block_M,), _ACCUM)
+        S_shared = _per_head("S_shared", block_H, T.alloc_shared, (block_N, dstate), dtype)
+        dA_m_shared = _per_head("dA_m_shared", block_H, T.alloc_shared, (block_M,), _ACCUM)
         cb_shared = T.alloc_shared((block_M, block_K), _ACCUM)
-        dA_k_shared = T.alloc_shared((block_K,), _ACCUM)
-        dt_k_shared = T.alloc_shared((block_K,), _ACCUM)
-        x_shared = T.alloc_shared((block_K, block_N), dtype)
-        scores = T.alloc_fragment((block_M, block_K), dtype)
-        acc = T.alloc_fragment((block_M, block_N), _ACCUM)
+        dA_k_shared = _per_head("dA_k_shared", block_H, T.alloc_shared, (block_K,), _ACCUM)
+        dt_k_shared = _per_head("dt_k_shared", block_H, T.alloc_shared, (block_K,), _ACCUM)
+        x_shared = _per_head("x_shared", block_H, T.alloc_shared, (block_K, block_N), dtype)
+        scores = _per_head("scores", block_H, T.alloc_fragment, (block_M, block_K), dtype)
+        acc = _per_head("acc", block_H, T.alloc_fragment, (block_M, block_N), _ACCUM)
         out_shared = T.alloc_shared((block_M, block_N), dtype)
 
-        T.copy(dA_cumsum[blk.b, blk.h, blk.c, by * block_M:(by + 1) * block_M], dA_m_shared)
+        for j in packed:
+            T.copy(dA_cumsum[blk.b, blk.h + j, blk.c, by * block_M:(by + 1) * block_M], dA_m_shared[j])
         T.copy(C[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.g, :], C_shared)
-        T.copy(prev_states[blk.b, blk.c, blk.h, blk.t * block_N:(blk.t + 1) * block_N, :], S_shared)
-        T.gemm(C_shared, S_shared, acc, transpose_B=True, clear_accum=True)
-        for i, j in T.Parallel(block_M, block_N):
-            acc[i, j] *= T.exp2(dA_cumsum[blk.b, blk.h, blk.c, by * block_M + i] * _LOG2E)
+        for j in packed:
+            T.copy(prev_states[blk.b, blk.c, blk.h + j, blk.t * block_N:(blk.t + 1) * block_N, :], S_shared[j])
+            T.gemm(C_shared, S_shared[j], acc[j], transpose_B=True, clear_accum=True)
+            for i, n in T.Parallel(block_M, block_N):
+                acc[j][i, n] *= T.exp2(dA_cumsum[blk.b, blk.h + j, blk.c, by * block_M + i] * _LOG2E)
         for k in T.Pipelined(key_blocks(by), num_stages=num_stages):
             T.copy(cb[blk.b, blk.c, blk.g, by * block_M:(by + 1) * block_M, k * block_K:(k + 1) * block_K],
                    cb_shared)
-            T.copy(dA_cumsum[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dA_k_shared)
-            T.copy(dt[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dt_k_shared)
-            for i, j in T.Parallel(block_M, block_K):
-                scores[i, j] = T.if_then_else(
-                    by * block_M + i >= k * block_K + j,
-                    cb_shared[i, j] * dt_k_shared[j] * T.exp2(T.min(dA_m_shared[i] - dA_k_shared[j], 0.0) * _LOG2E),
-                    0.0,
-                )
-            T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h,
-                     blk.t * block_N:(blk.t + 1) * block_N], x_shared)
-            T.gemm(scores, x_shared, acc)
-        if has_d:
-            T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h, blk.t * block_N:(blk.t + 1) * block_N],
-                   out_shared)
-            for i, j in T.Parallel(block_M, block_N):
-                acc[i, j] += D[blk.h] * out_shared[i, j]
-        T.copy(acc, out_shared)
-        T.copy(out_shared, out[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h,
-                               blk.t * block_N:(blk.t + 1) * block_N])
+            for j in packed:
+                T.copy(dA_cumsum[blk.b, blk.h + j, blk.c, k * block_K:(k + 1) * block_K], dA_k_shared[j])
+                T.copy(dt[blk.b, blk.h + j, blk.c, k * block_K:(k + 1) * block_K], dt_k_shared[j])
+                for i, n in T.Parallel(block_M, block_K):
+                    scores[j][i, n] = T.if_then_else(
+                        by * block_M + i >= k * block_K + n,
+                        cb_shared[i, n] * dt_k_shared[j][n]
+                        * T.exp2(T.min(dA_m_shared[j][i] - dA_k_shared[j][n], 0.0) * _LOG2E),
+                        0.0,
+                    )
+                T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h + j,
+                         blk.t * block_N:(blk.t + 1) * block_N], x_shared[j])
+                T.gemm(scores[j], x_shared[j], acc[j])
+        for j in packed:
+            if has_d:
+                T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h + j,
+                         blk.t * block_N:(blk.t + 1) * block_N], out_shared)
+                for i, n in T.Parallel(block_M, block_N):
+                    acc[j][i, n] += D[blk.h + j] * out_shared[i, n]
+            T.copy(acc[j], out_shared)
+            T.copy(out_shared, out[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h + j,
+                                   blk.t * block_N:(blk.t + 1) * block_N])
 
     @T.macro
     def kernel(cb, x, dt, dA_cumsum, C, prev_states, D, out):
         tiles = T.ceildiv(headdim, block_N)
-        with T.Kernel(tiles * batch, chunk // block_M, nchunks * heads, threads=threads) as (bx, by, bz):
-            tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by, _Blk.of(bx, bz, tiles, heads, groups))
+        with T.Kernel(tiles * batch, chunk // block_M, nchunks * heads // block_H, threads=threads) as (bx, by, bz):
+            tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by,
+                         _Blk.of(bx, bz, tiles, heads, groups, block_H))
 
     if has_d:
         @T.prim_func
@@ -317,6 +340,12 @@ def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if problem["chunk"] % tile["block_M"]:
         raise _fail("chunk_scan", "block_M", f"={tile['block_M']} must divide chunk={problem['chunk']} (a block of "
                                              "rows stays within one chunk)")
+    _check_positive("chunk_scan", "block_H", tile["block_H"])
+    per_group = problem["heads"] // problem["groups"]
+    if per_group % tile["block_H"]:
+        raise _fail("chunk_scan", "block_H", f"={tile['block_H']} must divide the {per_group} heads of a group "
+                                             f"(heads={problem['heads']}, groups={problem['groups']}): a block's "
+                                             "heads share one group's cb and C tiles")
 
 
 # ---------------------------------------------------------------- inputs
@@ -482,8 +511,9 @@ CHUNK_SCAN = Template(
     builder=build_chunk_scan,
     reference=_scan_reference,
     problem={**_PROBLEM, "has_d": True},
-    tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128},
-    tile_space={"block_M": (64, 128), "block_N": (32, 64, 128), "block_K": (32, 64, 128), "threads": (128, 256)},
+    tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128, "block_H": 1},
+    tile_space={"block_M": (64, 128), "block_N": (32, 64, 128), "block_K": (32, 64, 128), "threads": (128, 256),
+                "block_H": (1, 2)},
     make_inputs=_make_scan_inputs,
     flops=_scan_flops,
     out_idx=(-1,),  # the last parameter: 6 without D, 7 with it

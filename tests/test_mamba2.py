@@ -415,6 +415,8 @@ GPU_CASES = [
     ("chunk_scan", {"groups": 8, "batch": 2, "seqlen": 2048}),
     ("chunk_scan", {"block_M": 128, "block_K": 64}),
     ("chunk_scan", {"block_M": 64, "block_K": 128}),
+    ("chunk_scan", {"block_H": 2}),
+    ("chunk_scan", {"block_H": 4, "groups": 8, "batch": 2, "seqlen": 2048, "block_K": 32}),
 ]
 
 
@@ -450,15 +452,18 @@ def test_gpu_tilelang_schedule(name: str, overrides: dict) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
-def test_gpu_pt_tvm_plan(name: str) -> None:
-    """pt-tvm's searched plan for the local GPU computes the same result."""
+@pytest.mark.parametrize("name, params", [("chunk_state", {}), ("chunk_scan", {}),
+                                          ("chunk_scan", {"block_H": 2, "block_M": 64, "block_K": 32}),
+                                          ("chunk_scan", {"block_H": 4, "block_M": 64, "block_N": 64, "block_K": 32,
+                                                          "seqlen": 1024})])
+def test_gpu_pt_tvm_plan(name: str, params: dict) -> None:
+    """pt-tvm's searched plan for the local GPU computes the same result (heads packed a block too)."""
     from pt_tvm import hw
     from pt_tvm.compiler import schedule_template
 
     t = get(name)
     vdev = hw.from_device()
-    result, problem, build = schedule_template(name, vdev)
+    result, problem, build = schedule_template(name, vdev, params=params)
     kernel = t.compile(build(), vdev.tvm_target())  # the plan's own pass configs, as the benchmarks compile it
     _check_on_gpu(f"{name}_pt_tvm[{result.best.note}]", name, problem, kernel)
 

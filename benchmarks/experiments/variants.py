@@ -1,7 +1,7 @@
 """One GPU experiment shape shared by the plan experiments: per config, named variants (candidates) of one
 search, each checked on every output against the float32 reference on fresh random inputs (NaN-prefilled),
-then timed with cuBLAS in alternating rounds, inputs rotated past the L2. Prints a table, writes JSON after
-every config (a run cut off by its time limit keeps what it finished)."""
+then timed with a peer (cuBLAS unless named) in alternating rounds, inputs rotated past the L2. Prints a
+table, writes JSON after every config (a run cut off by its time limit keeps what it finished)."""
 import json
 import os
 import time
@@ -24,7 +24,8 @@ Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
 
 def describe(c: Candidate) -> str:
     t = c.plan.tile
-    return (f"{t['block_M']}x{t['block_N']}x{t['block_K']}, {c.plan.tile_order.describe()}"
+    rest = "".join(f", {k}={v}" for k, v in t.items() if k not in ("block_M", "block_N", "block_K"))
+    return (f"{t['block_M']}x{t['block_N']}x{t['block_K']}{rest}, {c.plan.tile_order.describe()}"
             + (", persistent" if c.plan.persistent else "") + (", stream-K" if c.plan.stream_k else "")
             + (", rows split" if c.plan.row_split else ""))
 
@@ -39,8 +40,10 @@ def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:
 
 
 def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir: str, out_name: str,
-            command: str, deadline_s: float, space: SearchSpace = SearchSpace(), template: str = "gemm") -> list:
-    """Search each config (``note`` is a label), time ``picks(result, vdev)`` against cuBLAS; the rows."""
+            command: str, deadline_s: float, space: SearchSpace = SearchSpace(), template: str = "gemm",
+            peer: str = "cublas") -> list:
+    """Search each config (``note`` is a label), time ``picks(result, vdev)`` against ``peer`` (a system of
+    :mod:`benchmarks.systems`); the rows."""
     t_start = time.time()
     vdev = hw.from_device()
     tmpl = templates.get(template)
@@ -65,11 +68,11 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
         check = make(1_000)
         refs = as_outputs(tmpl.reference(*check, **problem))
         fns, info = {}, {}
-        cublas, _ = build_system("cublas", tmpl, problem, vdev)
-        for name, c in [("cublas", None), *chosen.items()]:
-            entry = {"worker": errors[i, name]} if c is not None else {}
+        peer_fn, peer_info = build_system(peer, tmpl, problem, vdev)
+        for name, c in [(peer, None), *chosen.items()]:
+            entry = {"worker": errors[i, name]} if c is not None else dict(peer_info)
             try:
-                fn = cublas if c is None else tmpl.compile(planned_func(template, problem, c, vdev), vdev.tvm_target())
+                fn = peer_fn if c is None else tmpl.compile(planned_func(template, problem, c, vdev), vdev.tvm_target())
                 (chk,) = check_call(fn, check, refs)
                 entry.update(rel_err=chk.rel_err, prefill=chk.prefill)
                 if c is not None:
@@ -88,21 +91,21 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
         info["model pick"] = {"is": next((n for n, c in chosen.items() if c.plan == result.best.plan),
                                          describe(result.best))}
         rows.append({"config": cfg, "systems": info})
-        base = info["cublas"].get("tflops")
+        base = info[peer].get("tflops")
         line = "  ".join(f"{n} {v['tflops']:.0f} ({v['tflops'] / base:.2f}x)" if "tflops" in v and base
-                         else f"{n} ERR" for n, v in info.items() if n not in ("cublas", "model pick"))
-        print(f"{cfg['dtype']:>8} {cfg['note']:<16} cublas {base or 0:.0f}  {line}", flush=True)
+                         else f"{n} ERR" for n, v in info.items() if n not in (peer, "model pick"))
+        print(f"{cfg['dtype']:>8} {cfg['note']:<16} {peer} {base or 0:.0f}  {line}", flush=True)
         torch.cuda.empty_cache()
         with open(os.path.join(out_dir, out_name), "w") as f:
             json.dump({"header": head, "rows": rows}, f, indent=1, default=str)
-    print(f"\nTFLOP/s over cuBLAS's; kernels as searched (total {time.time() - t_start:.0f} s)")
-    print(f"{'config':<26}{'cuBLAS':>8}" + "".join(f"{v:>16}" for v in names) + "  model pick")
+    print(f"\nTFLOP/s over {peer}'s; kernels as searched (total {time.time() - t_start:.0f} s)")
+    print(f"{'config':<26}{peer:>13}" + "".join(f"{v:>16}" for v in names) + "  model pick")
     for r in rows:
         s, cfg = r["systems"], r["config"]
-        base = s["cublas"].get("tflops")
+        base = s[peer].get("tflops")
         cells = [f"{s[v]['tflops']:.0f} ({s[v]['tflops'] / base:.2f}x)" if v in s and "tflops" in s[v] and base
                  else ("ERR" if v in s else "-") for v in names]
-        print(f"{cfg['dtype'][:4] + ' ' + cfg['note']:<26}{base or 0:>8.0f}" + "".join(f"{c:>16}" for c in cells)
+        print(f"{cfg['dtype'][:4] + ' ' + cfg['note']:<26}{base or 0:>13.0f}" + "".join(f"{c:>16}" for c in cells)
               + f"  {s['model pick']['is']}")
     for r in rows:
         for v in names:
