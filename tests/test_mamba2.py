@@ -8,6 +8,7 @@ the references.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import shutil
@@ -317,6 +318,47 @@ def test_extract_chunk_scan(has_d: bool) -> None:
         assert "D" in {a.buffer for a in d_term[0].reads}
 
 
+def test_extract_chunk_scan_with_heads_packed() -> None:
+    """Two heads of one group a block: one ``cb`` load a key block for both, each head its own decays, scores,
+    ``x`` tile and GEMM (accumulating its own ``acc``), one ``C`` tile before the loop for both."""
+    graph = pt_tvm.extract(get("chunk_scan").build(**{**SMALL, "block_H": 2}), "h100")
+    loads = [t.writes[0].buffer for t in graph.loop_stasks if t.op == OpKind.COPY]
+    assert sorted(loads) == sorted(["cb_shared", *(f"{b}_{j}" for j in (0, 1)
+                                                   for b in ("dA_k_shared", "dt_k_shared", "x_shared"))])
+    gemms = [t for t in graph.loop_stasks if t.op == OpKind.GEMM]
+    scores = [t for t in graph.loop_stasks if t.op == OpKind.ELEMENTWISE]
+    for j, (gemm, score) in enumerate(zip(gemms, scores)):
+        assert {a.buffer for a in score.reads} == {"cb_shared", f"dt_k_shared_{j}", f"dA_m_shared_{j}",
+                                                   f"dA_k_shared_{j}"}
+        assert {a.buffer for a in gemm.reads} >= {f"scores_{j}", f"x_shared_{j}", f"acc_{j}"}
+        assert graph.find_edges(src=gemm.id, dst=gemm.id, kind=DepKind.RAW, buffer=f"acc_{j}", distance=1)
+    prologue = [t.writes[0].buffer for t in graph.placed(Placement.PROLOGUE) if t.op == OpKind.COPY]
+    assert prologue.count("C_shared") == 1 and {"S_shared_0", "S_shared_1"} <= set(prologue)
+    one_head = pt_tvm.extract(get("chunk_scan").build(**SMALL), "h100")
+    assert math.prod(graph.grid.values()) * 2 == math.prod(one_head.grid.values())
+
+
+def test_reader_stages_are_the_stage_choices_that_plan() -> None:
+    """The search's reader-stage choices give exactly the plans a choice per loaded buffer gives (chunk_scan
+    with two heads a block: 7 loaded buffers, 128 choices per buffer, 8 per class of pipelines read together,
+    some of them admitting no order)."""
+    from pt_tvm import hw
+    from pt_tvm.space import Priority, reader_stages, warp_specialized
+
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(get("chunk_scan").build(**{**SMALL, "block_H": 2}), vdev)
+    loaded = sorted({t.writes[0].buffer for t in graph.loop_stasks if t.op == OpKind.COPY})
+
+    def plans(choices):
+        return {p.steps for ps in choices if (p := warp_specialized(
+            graph, vdev, consumer_wgs=1, depth=2, pipeline_stage=ps, priority=Priority.PROGRAM)) is not None}
+
+    every = [dict(zip(loaded, st)) for st in itertools.product((0, 1), repeat=len(loaded))]
+    choices = reader_stages(graph, 1)
+    assert len(every) == 128 and len(choices) == 8
+    assert plans(choices) == plans(every) and len(plans(choices)) > 1
+
+
 @pytest.mark.parametrize("chip", ["h100", "a100"])
 @pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
 def test_search_and_emit(name: str, chip: str, tmp_path) -> None:
@@ -388,6 +430,9 @@ def test_search_emits_no_racy_cp_async_order() -> None:
         ("chunk_scan", {"heads": True}, "heads"),
         ("chunk_state", {"block_N": 40, "dstate": 40}, "block_N"),
         ("chunk_state", {"no_such": 1}, "no_such"),
+        ("chunk_scan", {"block_H": 3}, "block_H"),
+        ("chunk_scan", {"block_H": 0}, "block_H"),
+        ("chunk_scan", {"groups": 8, "heads": 16, "block_H": 4}, "block_H"),
     ],
 )
 def test_bad_parameters_raise(name: str, overrides: dict, param: str) -> None:

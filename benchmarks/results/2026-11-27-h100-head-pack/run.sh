@@ -4,6 +4,7 @@
 # .peers/mamba, from the project root:
 #   bash benchmarks/results/2026-11-27-h100-head-pack/run.sh experiment COMMIT
 #   bash benchmarks/results/2026-11-27-h100-head-pack/run.sh tests COMMIT
+#   bash benchmarks/results/2026-11-27-h100-head-pack/run.sh profile COMMIT   (Nsight Compute, one launch a kernel)
 set -u
 source benchmarks/gpu-env.sh && env_setup
 git_commit=$2
@@ -15,4 +16,12 @@ case $1 in
     OUT=$OUT bash benchmarks/gpu-tests.sh 16 420 tests/test_mamba2.py::test_gpu_tilelang_schedule \
       tests/test_mamba2.py::test_gpu_pt_tvm_plan
     grep -h "REL_ERR" $OUT/gpu-tests.txt | sort | uniq ;;
+  profile)
+    timeout 500 ncu --clock-control none -k regex:chunk_scan --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+      --section LaunchStats python benchmarks/results/2026-11-27-h100-head-pack/profile.py 1 2 \
+      > $OUT/ncu.txt 2>&1
+    echo "rc=$? (at $git_commit)"
+    grep -E "block_H=|Duration|Throughput|Pipe|Issue|Stall|Occupancy|Registers|Warp Cycles|Eligible|No Eligible" \
+      $OUT/ncu.txt | grep -v "^==PROF" | head -90 ;;
 esac
