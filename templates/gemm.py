@@ -14,6 +14,8 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
+from pt_tvm.passes import HINTS_ATTR
+
 from .base import FAST_MATH, Template, TemplateError
 
 __all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
@@ -64,26 +66,39 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
     return mainloop
 
 
+def _rows(M: int, dynamic_M: bool) -> Any:
+    """The kernel's row count: ``M``, or a symbolic ``M`` (a kernel argument) that ``M`` only prices."""
+    return T.dynamic("M") if dynamic_M else M
+
+
+def _priced(func: Any, M: int, dynamic_M: bool) -> Any:
+    """``func``, its symbolic ``M`` priced at ``M`` (pt-tvm's extraction reads the hint)."""
+    return func.with_attr(HINTS_ATTR, {"M": M}) if dynamic_M else func
+
+
 def build_gemm(
     M: int, N: int, K: int, dtype: str, trans_B: bool,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
+    dynamic_M: bool = False,
 ):
     """``C = A @ B`` (``A @ B^T`` with ``trans_B``) with fp32 accumulation; ``C`` is stored in the input
-    dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed)."""
+    dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed).
+    ``dynamic_M``: one kernel for every row count, priced at ``M``."""
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
     b_shape = _b_shape(N, K, trans_B)
+    rows = _rows(M, dynamic_M)
 
     @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+    def gemm(A: T.Tensor((rows, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((rows, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
             mainloop(A, B, C_l, bx, by)
             to_shared(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
-    return gemm
+    return _priced(gemm, M, dynamic_M)
 
 
 def _accumulator(block_M: int, block_N: int, swap_ab: int) -> tuple[int, int]:
@@ -179,7 +194,7 @@ def build_gemm_rowsum(
 
 def build_gemm_swiglu(
     M: int, N: int, K: int, dtype: str,
-    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, dynamic_M: bool = False,
 ):
     """``C = silu(A @ W_gate^T) * (A @ W_up^T)`` for the fused weight ``W = [W_gate; W_up]`` (``[2N, K]``, as a
     gated MLP's gate/up projection lies). A block computes ``block_N / 2`` output columns: one gemm of its ``A``
@@ -188,14 +203,16 @@ def build_gemm_swiglu(
     loop), so the ``[M, 2N]`` projection never reaches global memory. Gate and up are rounded to the input
     dtype before the gating, as ``F.silu(gate) * up`` over ``F.linear``'s output rounds them. A half that is not
     a power of two (112 columns) keeps the halves in shared memory as ``[2, block_M, half]``: TileLang 0.1.15
-    cannot TMA-store a column slice of a swizzled ``[block_M, 224]`` tile (a layout divisibility check)."""
+    cannot TMA-store a column slice of a swizzled ``[block_M, 224]`` tile (a layout divisibility check).
+    ``dynamic_M``: one kernel for every row count, priced at ``M``."""
     half = block_N // 2
     split = bool(half & (half - 1))
     mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N)
+    rows = _rows(M, dynamic_M)
 
     @T.prim_func
-    def gemm_swiglu(A: T.Tensor((M, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, half), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+    def gemm_swiglu(A: T.Tensor((rows, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((rows, N), dtype)):
+        with T.Kernel(T.ceildiv(N, half), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((2, block_M, half) if split else (block_M, block_N), dtype)
             mainloop(A, W, C_l, bx, by)
@@ -211,7 +228,7 @@ def build_gemm_swiglu(
                     C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
                 T.copy(C_s[:, 0:half], C[by * block_M, bx * half])
 
-    return gemm_swiglu
+    return _priced(gemm_swiglu, M, dynamic_M)
 
 
 # swap_ab: token tiles (the tensor core's N side) that a layer's token counts fill tightly with few tiles: 777 in
@@ -225,8 +242,9 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     tiles are zero-filled on load and clipped on store by TileLang's copies)."""
     if problem["dtype"] not in _DTYPES:
         raise TemplateError(f"gemm: parameter 'dtype' must be one of {_DTYPES}, got {problem['dtype']!r}")
-    if not isinstance(problem.get("trans_B", True), bool):
-        raise TemplateError(f"gemm: parameter 'trans_B' must be a bool, got {problem['trans_B']!r}")
+    for flag in ("trans_B", "dynamic_M"):
+        if not isinstance(problem.get(flag, True), bool):
+            raise TemplateError(f"gemm: parameter {flag!r} must be a bool, got {problem[flag]!r}")
     params = {**problem, **tile}
     for key in ("M", "N", "K", "block_M", "block_N", "block_K", "threads"):
         if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] <= 0:
@@ -236,6 +254,9 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if tile.get("swap_ab") not in (None, 0, 1):
         raise TemplateError(f"gemm: parameter 'swap_ab' must be 0 or 1, got {tile['swap_ab']!r}")
     if tile.get("swap_ab"):
+        if problem.get("dynamic_M"):
+            raise TemplateError("gemm: 'swap_ab' fits a tile to a known token count; with 'dynamic_M' the count is "
+                                "a kernel argument")
         if not problem.get("trans_B"):
             raise TemplateError("gemm: 'swap_ab' multiplies B as it lies ([N, K]): it needs trans_B")
         if problem["M"] % 64 == 0:
@@ -373,6 +394,7 @@ def _swiglu_flops(problem: Mapping[str, Any]) -> float:
 
 
 _PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16", "trans_B": False}
+_DYNAMIC = {"dynamic_M": False}  # True: a symbolic row count, M only prices it (the ops' token buckets)
 _TILE = {"block_M": 128, "block_N": 128, "block_K": 64, "threads": 128}
 _TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 160, 192, 224, 256), "block_K": (32, 64),
                "threads": (128, 256)}
@@ -381,7 +403,7 @@ GEMM = Template(
     name="gemm",
     builder=build_gemm,
     reference=_gemm_reference,
-    problem=dict(_PROBLEM),
+    problem={**_PROBLEM, **_DYNAMIC},
     tile={**_TILE, "swap_ab": 0},
     tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "swap_ab": (0, 1)},
     make_inputs=_make_gemm_inputs,
@@ -410,7 +432,7 @@ GEMM_SWIGLU = Template(
     name="gemm_swiglu",
     builder=build_gemm_swiglu,
     reference=_swiglu_reference,
-    problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16"},
+    problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16", **_DYNAMIC},
     tile=dict(_TILE),
     # block_N: the B tile's rows, gate's and up's; the block's output is block_N / 2 columns wide
     tile_space={"block_M": (64, 128), "block_N": (128, 224, 256), "block_K": (32, 64), "threads": (128, 256)},

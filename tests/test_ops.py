@@ -232,7 +232,7 @@ def test_second_call_of_a_shape_does_no_search_and_no_compile(dispatch, caplog):
     assert not torch.equal(first, second)
     records = [r for r in caplog.records if r.name == "pt_tvm.ops"]
     assert len(records) == 1, "the schedule choice is logged once per shape"
-    assert "gemm {M=128, N=128, K=128, dtype=float16, trans_B=True} on h100" in records[0].getMessage()
+    assert "gemm {M=128, N=128, K=128, dtype=float16, trans_B=True, dynamic_M=False} on h100" in records[0].getMessage()
     assert "from search" in records[0].getMessage()
     ops.matmul(randn(128, 64), randn(64, 128))  # another problem (trans_B=False): its own search and compile
     assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
@@ -303,6 +303,36 @@ def test_configure_rejects_unknown_or_bad_settings():
         ops.Config(tune="yes")
     with pytest.raises(ValueError, match="'top_k' must be a positive int"):
         ops.Config(top_k=0)
+
+
+def test_dynamic_tokens_compile_one_kernel_per_bucket(dispatch, caplog):
+    """With ``dynamic_tokens`` the GEMM ops key their kernels by the token count's bucket (a symbolic row count
+    priced at the next power of two): 300 and 500 rows share one search and compile, 600 gets the next bucket's,
+    and each result is the exact one."""
+    calls, store = dispatch
+    ops.configure(dynamic_tokens=True)
+    w = randn(128, 96, seed=1)
+    with caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        for m in (300, 500, 301):
+            x = randn(m, 96, seed=m)
+            assert rel_err(ops.linear(x, w).float(), x.float() @ w.float().T) < REL_TOL["float16"]
+        assert (calls.search, calls.compile, len(store)) == (1, 1, 1)
+        ops.linear(randn(600, 96), w)
+        ops.swiglu(randn(7, 96), w)  # 7 rows: the bucket's floor, a tile's 64
+    assert (calls.search, calls.compile, len(store)) == (3, 3, 3)
+    messages = [r.getMessage() for r in caplog.records if r.name == "pt_tvm.ops"]
+    assert "gemm {M=512, N=128, K=96, dtype=float16, trans_B=True, dynamic_M=True}" in messages[0]
+    assert "M=1024" in messages[1] and "gemm_swiglu {M=64, N=64, K=96, dtype=float16, dynamic_M=True}" in messages[2]
+
+
+def test_dynamic_tokens_setting_and_env_var(monkeypatch):
+    with pytest.raises(TypeError, match="'dynamic_tokens' must be a bool"):
+        ops.Config(dynamic_tokens=1)
+    monkeypatch.setenv(kernels.DYNAMIC_ENV, "on")
+    assert ops.KernelStore().config.dynamic_tokens
+    monkeypatch.delenv(kernels.DYNAMIC_ENV)
+    assert not ops.KernelStore().config.dynamic_tokens
+    assert [kernels.bucket(n, 64) for n in (1, 64, 65, 300, 4096, 4097)] == [64, 64, 128, 512, 4096, 8192]
 
 
 def test_tune_env_var(monkeypatch):

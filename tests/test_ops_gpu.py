@@ -118,6 +118,23 @@ def test_linear(gen, shape, bias, dtype):
     close(out, F.linear(x.float(), w.float(), b.float() if bias else None), dtype, "linear")
 
 
+def test_dynamic_tokens_one_kernel_a_bucket(gen, tmp_path):
+    """``dynamic_tokens``: one symbolic-M kernel serves every token count of its bucket, each result exact; the
+    counts 1, 300, 333 and 512 take two kernels (buckets 64 and 512), 5000 a third."""
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path), dynamic_tokens=True))) as s:
+        w = randn(gen, 768, 512, dtype=BF16)
+        for m in (1, 300, 333, 512, 5000):
+            x = randn(gen, m, 512, dtype=BF16)
+            close(ops.linear(x, w), F.linear(x.float(), w.float()), BF16, f"linear dynamic M={m}")
+        assert len(s) == 3
+        gate_up = (randn(gen, 1024, 512, dtype=F32) / 512 ** 0.5).to(BF16)
+        for m in (200, 250):
+            x = randn(gen, m, 512, dtype=BF16)
+            gate, up = F.linear(x.float(), gate_up.float()).chunk(2, dim=-1)
+            close(ops.swiglu(x, gate_up), F.silu(gate) * up, BF16, f"swiglu dynamic M={m}")
+        assert len(s) == 4
+
+
 @pytest.mark.parametrize("shape, dtype", [((2, 256, 512, 768), BF16), ((333, 1024, 320), F16)], ids=["bf16", "ragged"])
 def test_swiglu(gen, shape, dtype):
     """Against ``silu(gate) * up`` of float32 ``F.linear``; the weight scaled as a model's (1/sqrt(in)) so the

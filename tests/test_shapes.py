@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import warnings
 
 import pytest
 import tilelang.language as T
@@ -12,7 +13,7 @@ from _util import compiles_without_spills
 
 import pt_tvm
 from benchmarks.experiments import ragged
-from pt_tvm import templates
+from pt_tvm import hw, templates
 from pt_tvm.cli import main
 from pt_tvm.compiler import lower_planned, schedule_template
 from pt_tvm.errors import PtTvmError, SymbolicSizeWarning
@@ -279,6 +280,23 @@ def _dynamic_gemm(M, K, N: int = 1024):
             T.copy(C_l, C[by * 128, bx * 128])
 
     return gemm
+
+
+@pytest.mark.parametrize("name", ["gemm", "gemm_swiglu"])
+def test_dynamic_m_templates_take_the_row_count_at_launch(name):
+    """``dynamic_M``: the row count is a kernel argument (``int M``), priced at the problem's ``M`` without a
+    warning, its tiles walked as launched; a swapped tile (fitted to a known count) is refused by name."""
+    params = {"M": 512, "N": 256, "K": 128, "dynamic_M": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SymbolicSizeWarning)
+        result, problem, build = schedule_template(name, "h100", params=params)
+    assert result.best.graph.symbols == {"M": 512} and result.best.plan.tile_order.is_launch_order
+    assert not result.best.plan.persistent
+    src = lower_planned(build(), hw.get("h100").tvm_target(), templates.get(name).pass_configs).kernel_source
+    assert re.search(r"__global__ void \w+\([^)]*, int M\)", src)
+    if name == "gemm":
+        with pytest.raises(TemplateError, match="'swap_ab' fits a tile to a known token count"):
+            templates.get(name).resolve(**{**params, "M": 500, "trans_B": True}, block_M=112, block_N=128, swap_ab=1)
 
 
 def test_a_symbolic_size_is_priced_at_the_default_hint_with_a_warning():

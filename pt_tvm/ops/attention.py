@@ -11,7 +11,7 @@ from torch import Tensor
 
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import launch
+from .kernels import bucket, launch
 
 __all__ = ["attention", "attention_qkv"]
 
@@ -83,13 +83,6 @@ def _scale(softmax_scale: Optional[float], dim: int) -> float:
     return float(softmax_scale)
 
 
-def bucket(length: int) -> int:
-    """The next power of two: the varlen kernel compiled for a longest sequence of ``length`` (its grid covers the
-    bucket, and a block past its sequence's queries reads no key), so batches whose longest sequences differ
-    share a few kernels."""
-    return 1 << max(0, length - 1).bit_length()
-
-
 def _problem(q: Tensor, k: Tensor, causal: bool, softmax_scale: Optional[float], cu_seqlens_q: Optional[Tensor],
              max_seqlen_q: Optional[int], max_seqlen_k: Optional[int]) -> tuple[str, dict]:
     """(template, problem) of checked arguments: ``flash_attention`` for ``[batch, seqlen, heads, head_dim]``
@@ -99,6 +92,8 @@ def _problem(q: Tensor, k: Tensor, causal: bool, softmax_scale: Optional[float],
     common = {"heads": heads, "kv_heads": k.shape[-2], "dim": dim, "causal": causal,
               "softmax_scale": _scale(softmax_scale, dim), "dtype": str(q.dtype).removeprefix("torch.")}
     if cu_seqlens_q is not None:
+        # the varlen grid covers the bucket, and a block past its sequence's queries reads no key: batches whose
+        # longest sequences differ share a few kernels
         return VARLEN, {"batch": cu_seqlens_q.shape[0] - 1, "max_seqlen_q": bucket(max_seqlen_q),
                         "max_seqlen_k": bucket(max_seqlen_k), **common}
     seqlen_q, seqlen_k = q.shape[1], k.shape[1]

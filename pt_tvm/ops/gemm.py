@@ -17,7 +17,7 @@ from torch import Tensor
 
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import launch
+from .kernels import launch, rows
 
 __all__ = ["gemm", "matmul", "linear", "gemm_swiglu", "swiglu", "qkv_rope"]
 
@@ -53,7 +53,7 @@ def gemm(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
     """``a @ b`` (``a @ b.T`` with ``trans_b``) with float32 accumulation: ``a [M, K]``, ``b [K, N]``
     (``[N, K]`` with ``trans_b``), float16 or bfloat16, contiguous, on one CUDA device; returns ``[M, N]``."""
     dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b))
-    problem = {"M": dims["M"], "N": dims["N"], "K": dims["K"], "dtype": str(a.dtype).removeprefix("torch."),
+    problem = {**rows(dims["M"]), "N": dims["N"], "K": dims["K"], "dtype": str(a.dtype).removeprefix("torch."),
                "trans_B": trans_b}
     return launch(TEMPLATE, problem, a, b)
 
@@ -125,7 +125,7 @@ def gemm_swiglu(a: Tensor, weight: Tensor) -> Tensor:
     """``silu(a @ weight[:N].T) * (a @ weight[N:].T)`` with float32 accumulation: ``a [M, K]``, ``weight [2N, K]``
     (the gate rows, then the up rows), float16 or bfloat16, contiguous, on one CUDA device; returns ``[M, N]``."""
     M, N, K = _check_swiglu("pt_tvm.ops.gemm_swiglu", a, weight)
-    problem = {"M": M, "N": N, "K": K, "dtype": str(a.dtype).removeprefix("torch.")}
+    problem = {**rows(M), "N": N, "K": K, "dtype": str(a.dtype).removeprefix("torch.")}
     return launch(SWIGLU_TEMPLATE, problem, a, weight)
 
 

@@ -34,11 +34,14 @@ from ..templates import Template, TemplateError
 from ..tune import DEFAULT_TOP_K, tune_template
 from .checks import ArgumentError, ArgumentTypeError
 
-__all__ = ["Config", "KernelStore", "TUNE_ENV", "configure", "current", "using", "launch", "chip_of", "compile_kernel"]
+__all__ = ["Config", "KernelStore", "TUNE_ENV", "DYNAMIC_ENV", "configure", "current", "using", "launch", "chip_of",
+           "compile_kernel", "bucket", "rows"]
 
 log = logging.getLogger("pt_tvm.ops")
 
 TUNE_ENV = "PT_TVM_TUNE"  # "1": tune every new shape on the GPU (Config.tune's default)
+DYNAMIC_ENV = "PT_TVM_DYNAMIC_TOKENS"  # "1": GEMM ops compile one kernel per token bucket (Config.dynamic_tokens)
+_ON = ("1", "true", "yes", "on")
 _SEARCH = SearchSpace()
 _SEED = 0
 
@@ -56,21 +59,43 @@ class Config:
         Plans measured per shape when tuning.
     cache_dir : str, optional
         Plan cache root (default :func:`pt_tvm.cache.default_cache_dir`).
+    dynamic_tokens : bool
+        The GEMM ops (``matmul``, ``linear``, ``swiglu``) compile one kernel per bucket of token counts (the
+        next power of two, :func:`bucket`) with a symbolic row count, its plan searched at the bucket, instead
+        of one kernel per exact count (the fastest, but each new count searches and compiles). Default:
+        ``$PT_TVM_DYNAMIC_TOKENS`` set to 1/true/yes/on.
     """
 
     tune: bool = False
     top_k: int = DEFAULT_TOP_K
     cache_dir: str | None = None
+    dynamic_tokens: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tune, bool):
-            raise ArgumentTypeError(f"pt_tvm.ops.configure: 'tune' must be a bool, got {self.tune!r}")
+        for flag in ("tune", "dynamic_tokens"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ArgumentTypeError(f"pt_tvm.ops.configure: {flag!r} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 1:
             raise ArgumentError(f"pt_tvm.ops.configure: 'top_k' must be a positive int, got {self.top_k!r}")
 
     @classmethod
     def from_env(cls) -> "Config":
-        return cls(tune=os.environ.get(TUNE_ENV, "").strip().lower() in ("1", "true", "yes", "on"))
+        return cls(tune=os.environ.get(TUNE_ENV, "").strip().lower() in _ON,
+                   dynamic_tokens=os.environ.get(DYNAMIC_ENV, "").strip().lower() in _ON)
+
+
+def bucket(length: int, least: int = 1) -> int:
+    """The next power of two at or above ``length`` (and ``least``): the size a kernel serving a bucket of lengths
+    is compiled or priced for."""
+    return max(least, 1 << max(0, length - 1).bit_length())
+
+
+def rows(M: int) -> dict[str, Any]:
+    """A GEMM template's row count at ``M`` tokens: ``M`` itself, or, with :attr:`Config.dynamic_tokens`, a
+    symbolic count priced at ``M``'s bucket (at least 64, a tile's rows), one kernel for the whole bucket."""
+    if current().config.dynamic_tokens:
+        return {"M": bucket(M, 64), "dynamic_M": True}
+    return {"M": M}
 
 
 def chip_of(device: torch.device) -> hw.VDevice:
@@ -187,7 +212,8 @@ def using(store: KernelStore) -> Iterator[KernelStore]:
 
 
 def configure(**changes: Any) -> Config:
-    """Change the current store's :class:`Config` (``tune``, ``top_k``, ``cache_dir``); returns the new one.
+    """Change the current store's :class:`Config` (``tune``, ``top_k``, ``cache_dir``, ``dynamic_tokens``); returns
+    the new one.
 
     Takes effect for shapes not compiled yet; ``current().clear()`` forgets the compiled ones.
     """
