@@ -409,12 +409,7 @@ class _TileWalk:
         gx, gy = self.extents[0], self.extents[1] if len(self.extents) > 1 else 1
         x, y, z = (self.vars + [None, None])[:3]
         if not self.plan.persistent:
-            # a symbolic extent divides with truncation (every index is non-negative): floor division by it
-            # emits sign fix-ups that TileLang recomputes at every use (one H100: the down projection at 512
-            # tokens 1.5x slower than its static twin)
-            arith = {} if all(isinstance(e, int) for e in self.extents) else {"div": tirx.truncdiv,
-                                                                                "mod": tirx.truncmod}
-            cx, cy = order.coords(x + y * gx if y is not None else x, gx, gy, _select, **arith)
+            cx, cy = order.coords(x + y * gx if y is not None else x, gx, gy, _select)
             binds, subst = self._bind({x: cx, y: cy})
             return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
         if self.plan.stream_k:

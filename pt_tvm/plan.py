@@ -17,7 +17,6 @@ from __future__ import annotations
 import enum
 import functools
 import json
-import operator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -154,25 +153,22 @@ class TileOrder:
     def is_launch_order(self) -> bool:
         return self.panel == 1
 
-    def coords(self, linear: Any, gx: Any, gy: Any, select: Callable[[Any, Any, Any], Any] | None = None,
-               div: Callable[[Any, Any], Any] = operator.floordiv, mod: Callable[[Any, Any], Any] = operator.mod
+    def coords(self, linear: Any, gx: int, gy: int, select: Callable[[Any, Any, Any], Any] | None = None
                ) -> tuple[Any, Any]:
         """``(x, y)`` block indices of the ``linear``-th tile of a ``gx`` x ``gy`` grid in this order.
 
         Plain arithmetic, so it runs on ints (the cost model) and on TIR expressions (emission, with
-        ``select`` building the conditional expression; ``div``/``mod`` may truncate, every operand being
-        non-negative, where floor division by a symbolic extent would emit sign fix-ups)."""
+        ``select`` building the conditional expression)."""
         if self.panel == 1:
-            return mod(linear, gx), div(linear, gx)
+            return linear % gx, linear // gx
         pick = select or (lambda c, a, b: a if c else b)
         fast, slow = (gx, gy) if self.axis == "row" else (gy, gx)  # swept / cut into panels
         size = self.panel * fast
-        panels = div(fast * slow + size - 1, size)
-        last = div(fast * slow - (panels - 1) * size, fast)  # the last panel's width
-        idx, offset = div(linear, size), mod(linear, size)
-        width = pick(idx + 1 < panels, self.panel, last)
-        along = pick(mod(idx, 2) == 1, fast - 1 - div(offset, width), div(offset, width))
-        across = mod(offset, width) + idx * self.panel
+        last = (fast * slow - ((fast * slow + size - 1) // size - 1) * size) // fast  # the last panel's width
+        idx, offset = linear // size, linear % size
+        width = pick(idx + 1 < (fast * slow + size - 1) // size, self.panel, last)
+        along = pick(idx % 2 == 1, fast - 1 - offset // width, offset // width)
+        across = offset % width + idx * self.panel
         return (along, across) if self.axis == "row" else (across, along)
 
     def describe(self) -> str:
