@@ -65,7 +65,7 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
                                f"{sorted(planned ^ actual)} are in one but not the other")
     verify(plan, graph, vdev)
     block = find_root_block(func, graph.name)
-    walk = _TileWalk(plan, launch_info(func, block, symbolic=True)[0], vdev, graph)
+    walk = _TileWalk(plan, launch_info(func, block)[0], vdev, graph)
     if plan.style == Style.WARP_SPECIALIZED:
         new_block = _warp_specialize(block, plan, graph, vdev, walk)
     else:
@@ -384,8 +384,7 @@ def _root_bodies(plan: ExecutionPlan, graph: STaskGraph, inits: bool) -> dict[st
 # ---------------------------------------------------------------- the walk over output tiles
 class _TileWalk:
     """How the kernel's blocks reach their output tiles: in the plan's :class:`~pt_tvm.plan.TileOrder`, the
-    launch indices of the tile a block computes become expressions of its own (of the grid's symbolic extents
-    too, so a walk in panels serves every size of a symbolic grid); a persistent plan launches
+    launch indices of the tile a block computes become expressions of its own; a persistent plan launches
     one block per EU and loops over the tiles, ``tile = step * blocks + block``, guarded past the last; a
     stream-K split, over its block's segments (:mod:`pt_tvm.stream_k`)."""
 

@@ -64,10 +64,10 @@ def find_root_block(func: tirx.PrimFunc, fname: str = "main") -> tirx.SBlock:
     return found[0]
 
 
-def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Var, int] | None = None,
-                symbolic: bool = False) -> tuple[dict, int]:
+def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Var, int] | None = None
+                ) -> tuple[dict, int]:
     """({block var name: (var, extent or None)} in blockIdx order, threads per block); an extent that depends on
-    symbolic sizes is evaluated at ``values`` when given, else None (its expression with ``symbolic``)."""
+    symbolic sizes is evaluated at ``values`` when given, else None."""
     grid = {}
 
     def visit(n: Any) -> None:
@@ -77,7 +77,7 @@ def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Va
                 ext = n.extent
                 if values and not isinstance(ext, tirx.IntImm):
                     ext = tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(ext, dict(values)))
-                grid[tag] = (n.loop_var, int(ext) if isinstance(ext, tirx.IntImm) else ext if symbolic else None)
+                grid[tag] = (n.loop_var, int(ext) if isinstance(ext, tirx.IntImm) else None)
 
     tirx.stmt_functor.post_order_visit(func.body, visit)
     ordered = {text(grid[t][0].name): grid[t] for t in sorted(grid)}

@@ -351,11 +351,10 @@ PANELS = (2, 4, 8, 16)  # block rows (or columns) per panel of a tile order
 
 
 def tile_orders(graph: STaskGraph) -> list[TileOrder]:
-    """The launch order, and panels of :data:`PANELS` block rows or columns fewer than the grid has (an order
-    over the first two launch indices; a symbolic grid's counted at the sizes it is priced at, its walk emitted
-    over its symbolic extents, so right at every size)."""
+    """The launch order, and panels of :data:`PANELS` block rows or columns fewer than the grid has
+    (an order over the first two launch indices of a grid of known size)."""
     grid = list(graph.grid.values())
-    if len(grid) < 2 or any(e is None for e in grid):
+    if len(grid) < 2 or any(e is None for e in grid) or graph.symbols:  # a grid of symbolic size: as launched
         return [TileOrder()]
     gx, gy = grid[0], grid[1]
     return [TileOrder(), *(TileOrder(p, "row") for p in PANELS if p < gy),
@@ -364,8 +363,8 @@ def tile_orders(graph: STaskGraph) -> list[TileOrder]:
 
 def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
     """The plan with its output tiles walked in each other order (L2 reuse among the tiles resident at
-    once), and, warp-specialized over more tiles than EUs, persistently in each order; not persistently for a
-    kernel of symbolic sizes (its blocks and waves would be laid out for the sizes it was priced at).
+    once), and, warp-specialized over more tiles than EUs, persistently in each order; none for a kernel of
+    symbolic sizes (its walk would be laid out for the sizes it was priced at).
 
     Persistently only where every pipeline is the loop's and no warpgroups take turns: a persistent walk
     that reloads a pipeline once per tile (FlashAttention's Q) or carries turns from tile to tile lowers

@@ -15,7 +15,7 @@ import pt_tvm
 from benchmarks.experiments import ragged
 from pt_tvm import hw, templates
 from pt_tvm.cli import main
-from pt_tvm.compiler import lower_planned, planned_func, schedule_template
+from pt_tvm.compiler import lower_planned, schedule_template
 from pt_tvm.errors import PtTvmError, SymbolicSizeWarning
 from pt_tvm.passes import SYMBOLIC_HINT, ExtractionError
 from pt_tvm.templates import TemplateError
@@ -285,23 +285,18 @@ def _dynamic_gemm(M, K, N: int = 1024):
 @pytest.mark.parametrize("name", ["gemm", "gemm_swiglu"])
 def test_dynamic_m_templates_take_the_row_count_at_launch(name):
     """``dynamic_M``: the row count is a kernel argument (``int M``), priced at the problem's ``M`` without a
-    warning; a walk in panels is emitted over the symbolic grid (the number of block rows, ``(M + 127) >> 7``
-    at 128-row tiles, in the block's tile arithmetic); a swapped tile (fitted to a known count) is refused."""
-    params = {"M": 4096, "N": 4096, "K": 128, "dynamic_M": True, "block_M": 128, "block_N": 256}
+    warning, its tiles walked as launched; a swapped tile (fitted to a known count) is refused by name."""
+    params = {"M": 512, "N": 256, "K": 128, "dynamic_M": True}
     with warnings.catch_warnings():
         warnings.simplefilter("error", SymbolicSizeWarning)
         result, problem, build = schedule_template(name, "h100", params=params)
-    assert result.best.graph.symbols == {"M": 4096} and not any(c.plan.persistent for c in result.ranked)
-    panels = next(c for c in result.ranked if not c.plan.tile_order.is_launch_order)
-    target = hw.get("h100").tvm_target()
-    src = lower_planned(planned_func(name, problem, panels, target), target, templates.get(name).pass_configs
-                        ).kernel_source
+    assert result.best.graph.symbols == {"M": 512} and result.best.plan.tile_order.is_launch_order
+    assert not result.best.plan.persistent
+    src = lower_planned(build(), hw.get("h100").tvm_target(), templates.get(name).pass_configs).kernel_source
     assert re.search(r"__global__ void \w+\([^)]*, int M\)", src)
-    assert "M + 127) >> 7" in src, "the walk reads the symbolic grid"
     if name == "gemm":
         with pytest.raises(TemplateError, match="'swap_ab' fits a tile to a known token count"):
-            templates.get(name).resolve(M=500, N=256, K=128, dynamic_M=True, trans_B=True, block_M=112, block_N=128,
-                                        swap_ab=1)
+            templates.get(name).resolve(**{**params, "M": 500, "trans_B": True}, block_M=112, block_N=128, swap_ab=1)
 
 
 def test_a_symbolic_size_is_priced_at_the_default_hint_with_a_warning():
@@ -326,10 +321,8 @@ def test_hints_price_symbolic_sizes_without_a_warning():
     assert small.best.graph.grid == {"bx": 8, "by": 8} and large.best.graph.grid == {"bx": 8, "by": 128}
     assert 4 < large.best.seconds / small.best.seconds < 32  # 16x the work, on a GPU of 132 SMs
     assert "symbolic sizes priced at M=1024" in small.explain()
-    # a grid of symbolic size is walked in panels over its symbolic extents, never persistently (a persistent
-    # walk's blocks and waves would be laid out for the hint)
-    assert not any(c.plan.persistent for c in large.ranked)
-    assert any(not c.plan.tile_order.is_launch_order for c in large.ranked)
+    # a grid of symbolic size is walked as launched: a walk laid out for the hint would be wrong at other sizes
+    assert all(c.plan.tile_order.is_launch_order and not c.plan.persistent for c in large.ranked)
     src = pt_tvm.lower(func, "h100", hints={"M": 1024}).kernel_source
     assert "int M)" in src  # one kernel for every M: M is a kernel argument, its rows guarded
     assert "tma_load" in src or "cp_async_gs_conditional" in src
