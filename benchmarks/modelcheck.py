@@ -91,10 +91,11 @@ def offered(row: Mapping[str, Any], vdev: hw.VDevice) -> dict:
     """``row`` with only the candidates whose tile the current search offers on ``vdev`` (its template's
     :meth:`tile_candidates`; e.g. no software-pipelined plans at a tile's other thread counts since e952937). A
     recorded tile is read over the template's defaults, so one recorded before a tile parameter existed (gemm's
-    ``swap_ab``) is the tile it ran."""
+    ``swap_ab``) is the tile it ran; so are the offered tiles, whose parameters outside the searched space (a
+    pin such as chunk_scan's ``block_H``) keep their defaults."""
     template = templates.get(row["kernel"])
     problem, _ = template.resolve(**dict(row["config"]))
-    tiles = template.tile_candidates(problem, vdev.features)
+    tiles = [{**template.tile, **t} for t in template.tile_candidates(problem, vdev.features)]
     return {**row, "candidates": [c for c in row.get("candidates", ())
                                   if c.get("tile") and {**template.tile, **c["tile"]} in tiles]}
 
