@@ -111,7 +111,7 @@ class _Blk:
     @staticmethod
     def of(bx, bz, tiles: int, heads: int, groups: int, block_H: int = 1) -> "_Blk":
         blocks = heads // block_H
-        h = bz % blocks * block_H if block_H > 1 else bz % blocks
+        h = bz % blocks * block_H
         return _Blk(bx // tiles, bx % tiles, bz // blocks, h, h // (heads // groups))
 
 
