@@ -194,7 +194,8 @@ def build_gemm_rowsum(
 
 def build_gemm_swiglu(
     M: int, N: int, K: int, dtype: str,
-    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, dynamic_M: bool = False,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
+    dynamic_M: bool = False,
 ):
     """``C = silu(A @ W_gate^T) * (A @ W_up^T)`` for the fused weight ``W = [W_gate; W_up]`` (``[2N, K]``, as a
     gated MLP's gate/up projection lies). A block computes ``block_N / 2`` output columns: one gemm of its ``A``
@@ -202,23 +203,29 @@ def build_gemm_swiglu(
     gated product of the two halves (through shared memory: TileLang's fragments take one index pattern per
     loop), so the ``[M, 2N]`` projection never reaches global memory. Gate and up are rounded to the input
     dtype before the gating, as ``F.silu(gate) * up`` over ``F.linear``'s output rounds them. A half that is not
-    a power of two (112 columns) keeps the halves in shared memory as ``[2, block_M, half]``: TileLang 0.1.15
-    cannot TMA-store a column slice of a swizzled ``[block_M, 224]`` tile (a layout divisibility check).
+    a power of two (112 columns) or a swapped tile (``swap_ab``: the tokens on the tensor core's N side, the
+    accumulator transposed) keeps the halves in shared memory as ``[2, block_M, half]``: TileLang 0.1.15 cannot
+    TMA-store a column slice of a swizzled ``[block_M, 224]`` tile (a layout divisibility check).
     ``dynamic_M``: one kernel for every row count, priced at ``M``."""
     half = block_N // 2
-    split = bool(half & (half - 1))
-    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N)
+    split = bool(half & (half - 1)) or bool(swap_ab)
+    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N,
+                              swap_ab=bool(swap_ab))
     rows = _rows(M, dynamic_M)
 
     @T.prim_func
     def gemm_swiglu(A: T.Tensor((rows, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((rows, N), dtype)):
         with T.Kernel(T.ceildiv(N, half), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
-            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((2, block_M, half) if split else (block_M, block_N), dtype)
             mainloop(A, W, C_l, bx, by)
-            if split:
+            if swap_ab:
+                for i, j in T.Parallel(block_N, block_M):
+                    C_s[i // half, j, i % half] = C_l[i, j]
+            elif split:
                 for i, j in T.Parallel(block_M, block_N):
                     C_s[j // half, i, j % half] = C_l[i, j]
+            if split:
                 for i, j in T.Parallel(block_M, half):
                     C_s[0, i, j] = C_s[0, i, j] / (1.0 + T.exp(-C_s[0, i, j])) * C_s[1, i, j]
                 T.copy(C_s[0, :, :], C[by * block_M:(by + 1) * block_M, bx * half:(bx + 1) * half])
@@ -257,7 +264,7 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         if problem.get("dynamic_M"):
             raise TemplateError("gemm: 'swap_ab' fits a tile to a known token count; with 'dynamic_M' the count is "
                                 "a kernel argument")
-        if not problem.get("trans_B"):
+        if not problem.get("trans_B", True):  # gemm_swiglu's fused weight has no trans_B: it lies [2N, K]
             raise TemplateError("gemm: 'swap_ab' multiplies B as it lies ([N, K]): it needs trans_B")
         if problem["M"] % 64 == 0:
             raise TemplateError(f"gemm: M={problem['M']} is a multiple of 64, which plain tiles cover exactly: "
@@ -433,9 +440,10 @@ GEMM_SWIGLU = Template(
     builder=build_gemm_swiglu,
     reference=_swiglu_reference,
     problem={"M": 4096, "N": 14336, "K": 4096, "dtype": "float16", **_DYNAMIC},
-    tile=dict(_TILE),
+    tile={**_TILE, "swap_ab": 0},
     # block_N: the B tile's rows, gate's and up's; the block's output is block_N / 2 columns wide
-    tile_space={"block_M": (64, 128), "block_N": (128, 224, 256), "block_K": (32, 64), "threads": (128, 256)},
+    tile_space={"block_M": (64, 128, *_SWAP_ROWS), "block_N": (128, 224, 256), "block_K": (32, 64),
+                "threads": (128, 256), "swap_ab": (0, 1)},
     make_inputs=_make_swiglu_inputs,
     flops=_swiglu_flops,
     out_idx=(2,),

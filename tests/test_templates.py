@@ -365,6 +365,27 @@ def test_a_swiglu_tile_of_112_output_columns_fills_four_waves_at_512_tokens(tmp_
     compiles_without_spills(src, tmp_path, "gemm_swiglu_224")
 
 
+def test_a_swapped_swiglu_tile_covers_777_tokens_in_seven(tmp_path) -> None:
+    """The gate/up projection at 777 tokens: plain 128-row tiles compute 896 rows; a swapped tile puts 112
+    tokens on the tensor core's N side (7 x 112 = 784, cuBLAS's own 256x112 here) and the gate's and the up
+    projection's 128 rows each on its M side. The search prices it first; its kernel runs n112 wgmmas with the
+    weight tile as operand A and gates the transposed halves through a ``[2, 112, 128]`` shared tile, without
+    spills."""
+    from _util import compiles_without_spills
+
+    from pt_tvm import hw
+    from pt_tvm.compiler import lower_planned, planned_func, schedule_template
+
+    result, problem, _ = schedule_template("gemm_swiglu", "h100", params=dict(M=777, N=14336, K=4096))
+    best = result.best
+    assert (best.plan.tile["swap_ab"], best.plan.tile["block_M"], best.plan.tile["block_N"]) == (1, 112, 256)
+    assert best.graph.grid_blocks() == 7 * 112
+    assert best.seconds < min(c.seconds for c in result.ranked if not c.plan.tile["swap_ab"])
+    src = lower_planned(planned_func("gemm_swiglu", problem, best, "h100"), hw.get("h100").tvm_target()).kernel_source
+    assert "kFloat32, 64, 112, 16," in src and "desc_a, (&(((half_t*)B_s)[0]))" in src and "tma_store(C_desc" in src
+    compiles_without_spills(src, tmp_path, "gemm_swiglu_swapped")
+
+
 def test_gemm_rope_reference_rotates_the_query_and_key_heads_as_hf_does() -> None:
     """The template's reference against ``apply_rotary_pos_emb`` written out per head (complex rotation of the
     pairs ``(x_d, x_{d + D/2})``) at position ``row % seqlen``, two sequences of 5, value heads untouched."""
