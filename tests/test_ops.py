@@ -422,6 +422,23 @@ def test_attention_varlen_through_the_dispatch(dispatch):
     assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
 
 
+def test_dynamic_tokens_attention_runs_dense_lengths_on_one_varlen_kernel_per_bucket(dispatch):
+    """With ``dynamic_tokens`` dense attention runs as a packed batch of equal lengths on the varlen kernel of
+    the lengths' buckets: 300 and 500 queries over a KV cache of 400 and 450 keys share one search and compile
+    (buckets 512 and 512), 600 queries get their own; each result matches SDPA's (causal, bottom-right)."""
+    calls, store = dispatch
+    ops.configure(dynamic_tokens=True)
+    for sq, sk in ((300, 400), (500, 450), (600, 450)):
+        q, k, v = randn(2, sq, 4, 64, seed=sq), randn(2, sk, 2, 64, seed=sk), randn(2, sk, 2, 64, seed=1)
+        out = ops.attention(q, k, v, causal=True)
+        assert out.shape == q.shape
+        assert rel_err(out.float(), _attention_reference(q, k, v, True)) < REL_TOL["float16"]
+    assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
+    problems = sorted((dict(problem)["max_seqlen_q"], dict(problem)["max_seqlen_k"], name)
+                      for name, problem, _ in store._kernels)
+    assert problems == [(512, 512, "flash_attention_varlen"), (1024, 512, "flash_attention_varlen")]
+
+
 def test_ragged_matmul_and_ssd_through_the_dispatch(dispatch):
     """Shapes that are no tile multiple: M=100 (and N, K), and a sequence of 200 in chunks of 64."""
     calls, _ = dispatch

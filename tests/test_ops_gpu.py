@@ -84,6 +84,18 @@ def test_attention(gen, batch, seqlen_q, seqlen_k, heads, kv_heads, dim, causal,
     close(out, attention_reference(q, k, v, causal, scale).transpose(1, 2), dtype, "attention")
 
 
+def test_dynamic_tokens_attention_one_varlen_kernel_a_bucket(gen, tmp_path):
+    """``dynamic_tokens``: dense attention at 300 and 500 queries over 400 and 450 keys (GQA 4, causal,
+    bottom-right) runs on one varlen kernel (buckets 512 and 512), each result exact."""
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path), dynamic_tokens=True))) as s:
+        for sq, sk in ((300, 400), (500, 450)):
+            q = randn(gen, 2, sq, 8, 128)
+            k, v = (randn(gen, 2, sk, 2, 128) for _ in range(2))
+            close(ops.attention(q, k, v, causal=True), attention_reference(q, k, v, True).transpose(1, 2), F16,
+                  f"attention dynamic {sq}x{sk}")
+        assert len(s) == 1
+
+
 def test_attention_varlen(gen):
     lengths_q, lengths_k = [100, 300, 1, 200], [100, 500, 64, 50]  # the last: more queries than keys
     cu_q, cu_k = (torch.tensor([0, *torch.tensor(n).cumsum(0).tolist()], dtype=torch.int32, device="cuda")

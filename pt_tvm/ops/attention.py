@@ -3,6 +3,7 @@
 ``flash_attn_varlen_func``), on the ``flash_attention`` and ``flash_attention_varlen`` templates; and
 ``pt_tvm::attention_qkv``, self-attention over a fused QKV projection's output as it lies
 (``flash_attention_qkv``)."""
+import functools
 import math
 from typing import Optional
 
@@ -11,7 +12,7 @@ from torch import Tensor
 
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import bucket, launch
+from .kernels import bucket, current, launch
 
 __all__ = ["attention", "attention_qkv"]
 
@@ -114,12 +115,31 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k`` at least the longest
     sequence's lengths (as ``flash_attn_varlen_func``: not checked against ``cu_seqlens``, which would read them
     back from the GPU). Any lengths; a query that sees no key (causal, more queries than keys) gives zeros.
-    Returns ``q``'s shape.
+    Returns ``q``'s shape. With ``Config.dynamic_tokens``, ``[batch, seqlen, ...]`` inputs run as a packed batch
+    of equal lengths on the varlen kernel of their lengths' buckets.
     """
     _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    if cu_seqlens_q is None and current().config.dynamic_tokens:
+        return _packed(q, k, v, causal, softmax_scale).view(q.shape)
     template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
     varlen = () if cu_seqlens_q is None else (cu_seqlens_q, cu_seqlens_k)
     return launch(template, problem, q, k, v, *varlen)
+
+
+def _packed(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: Optional[float]) -> Tensor:
+    """Dense attention as a packed batch of equal lengths (views, no copy), on the varlen kernel of the lengths'
+    buckets (``Config.dynamic_tokens``): one kernel serves every length up to the bucket's."""
+    (batch, seqlen_q), seqlen_k = q.shape[:2], k.shape[1]
+    cu_q, cu_k = _offsets(batch, seqlen_q, q.device), _offsets(batch, seqlen_k, q.device)
+    template, problem = _problem(q, k, causal, softmax_scale, cu_q, seqlen_q, seqlen_k)
+    return launch(template, problem, *(t.view(-1, *t.shape[2:]) for t in (q, k, v)), cu_q, cu_k)
+
+
+@functools.lru_cache(maxsize=64)
+def _offsets(batch: int, seqlen: int, device: torch.device) -> Tensor:
+    """``cu_seqlens`` of ``batch`` sequences of ``seqlen`` on ``device``, made once per shape (a step of a model
+    calls it with the same lengths layer after layer)."""
+    return torch.arange(0, (batch + 1) * seqlen, seqlen, dtype=torch.int32, device=device)
 
 
 @attention.register_fake

@@ -62,7 +62,9 @@ class Config:
     dynamic_tokens : bool
         The GEMM ops (``matmul``, ``linear``, ``swiglu``) compile one kernel per bucket of token counts (the
         next power of two, :func:`bucket`) with a symbolic row count, its plan searched at the bucket, instead
-        of one kernel per exact count (the fastest, but each new count searches and compiles). Default:
+        of one kernel per exact count (the fastest, but each new count searches and compiles); ``attention``
+        over ``[batch, seqlen, ...]`` tensors runs as a packed batch on the varlen kernel of the lengths'
+        buckets (``attention_qkv`` and the SSD ops still compile per length). Default:
         ``$PT_TVM_DYNAMIC_TOKENS`` set to 1/true/yes/on.
     """
 
