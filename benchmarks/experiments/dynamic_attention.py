@@ -1,0 +1,92 @@
+"""GPU experiment (issue 14 item 1): what dense attention costs on the varlen kernel of its lengths' buckets.
+
+With ``ops.configure(dynamic_tokens=True)``, ``ops.attention`` over ``[batch, seqlen, heads, dim]`` runs as a
+packed batch of equal lengths on the ``flash_attention_varlen`` kernel of the lengths' buckets (the next power of
+two), so a model compiles one kernel per bucket instead of one per length. Per LLaMA-3-8B attention shape
+(32 query heads, 8 key/value heads, head dim 128, causal, batch 1, bf16): the op with the exact length's kernel,
+the op on the bucket's kernel, and cuDNN/FlashAttention-2 SDPA as PyTorch picks it (``enable_gqa``), each output
+checked against float32 on fresh random inputs (NaN-prefilled), CUDA-graph replay in alternating rounds.
+
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.dynamic_attention $OUT``.
+Writes ``dynamic_attention.json``.
+"""
+import json
+import logging
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.suite import header
+from pt_tvm import hw, ops
+from pt_tvm.measure import REL_TOL, check_call, input_sets, time_replayed
+from pt_tvm.ops import kernels
+
+SEQLENS = (777, 2500)
+HEADS, KV_HEADS, DIM, DTYPE = 32, 8, 128, torch.bfloat16
+
+
+def _reference(q, k, v):
+    """Float32 causal GQA attention (equal lengths), ``[batch, seqlen, heads, dim]``."""
+    out = F.scaled_dot_product_attention(*(t.float().transpose(1, 2) for t in (q, k, v)), is_causal=True,
+                                         enable_gqa=True)
+    return out.transpose(1, 2)
+
+
+def _sdpa(q, k, v):
+    return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
+                                          enable_gqa=True).transpose(1, 2)
+
+
+def main(out_dir):
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")  # the ops log each schedule choice
+    t0 = time.time()
+    vdev = hw.from_device()
+    stores = {name: kernels.KernelStore(ops.Config(cache_dir=os.path.join(out_dir, "plans"), dynamic_tokens=dyn))
+              for name, dyn in (("exact", False), ("bucket", True))}
+
+    def through(store):
+        def call(q, k, v):
+            with kernels.using(store):
+                return ops.attention(q, k, v, causal=True)
+        return call
+
+    rows = []
+    for L in SEQLENS:
+        def make(seed):
+            g = torch.Generator("cuda").manual_seed(seed)
+            return tuple(torch.randn(1, L, h, DIM, generator=g, device="cuda").to(DTYPE)
+                         for h in (HEADS, KV_HEADS, KV_HEADS))
+
+        fns = {"exact": through(stores["exact"]), "bucket": through(stores["bucket"]), "sdpa": _sdpa}
+        check = make(1_000)
+        ref = _reference(*check)
+        info = {}
+        for name, fn in fns.items():
+            (chk,) = check_call(fn, check, (ref,))
+            info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
+            assert chk.rel_err < REL_TOL["bfloat16"] and chk.prefill == "nan", (L, name, chk)
+        print(f"L={L}: built and checked at {time.time() - t0:.0f} s", flush=True)
+        sets = input_sets(make, 2 * L * (HEADS + 2 * KV_HEADS) * DIM, vdev.l2_bytes, max_sets=8)
+        way, timings = time_replayed(fns, sets, rounds=5, round_ms=150.0, settle_ms=300.0)
+        flops = 4 * L * L / 2 * HEADS * DIM
+        for name, t in timings.items():
+            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=flops / t.ms / 1e9, timing=way)
+        rows.append({"seqlen": L, "heads": HEADS, "kv_heads": KV_HEADS, "dim": DIM, "causal": True,
+                     "kernels": {n: [[name, dict(problem)] for name, problem, _ in s._kernels]
+                                 for n, s in stores.items()},
+                     "systems": info})
+        print(f"L={L:<5} sdpa {info['sdpa']['ms']:.4f} ms  exact {info['exact']['ms']:.4f} "
+              f"({info['sdpa']['ms'] / info['exact']['ms']:.2f}x sdpa)  bucket {info['bucket']['ms']:.4f} "
+              f"({info['sdpa']['ms'] / info['bucket']['ms']:.2f}x)  bucket/exact time "
+              f"{info['bucket']['ms'] / info['exact']['ms']:.3f}  [{way}]", flush=True)
+        with open(os.path.join(out_dir, "dynamic_attention.json"), "w") as f:
+            json.dump({"header": header("python -m benchmarks.experiments.dynamic_attention $OUT",
+                                        torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
+    print(f"total {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
