@@ -10,7 +10,6 @@ checked against float32 on fresh random inputs (NaN-prefilled), CUDA-graph repla
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.dynamic_attention $OUT``.
 Writes ``dynamic_attention.json``.
 """
-import json
 import logging
 import os
 import sys
@@ -19,7 +18,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from benchmarks.suite import header
+from benchmarks.experiments.variants import bucket_line, save_rows
 from pt_tvm import hw, ops
 from pt_tvm.measure import REL_TOL, check_call, input_sets, time_replayed
 from pt_tvm.ops import kernels
@@ -78,13 +77,8 @@ def main(out_dir):
                      "kernels": {n: [[name, dict(problem)] for name, problem, _ in s._kernels]
                                  for n, s in stores.items()},
                      "systems": info})
-        print(f"L={L:<5} sdpa {info['sdpa']['ms']:.4f} ms  exact {info['exact']['ms']:.4f} "
-              f"({info['sdpa']['ms'] / info['exact']['ms']:.2f}x sdpa)  bucket {info['bucket']['ms']:.4f} "
-              f"({info['sdpa']['ms'] / info['bucket']['ms']:.2f}x)  bucket/exact time "
-              f"{info['bucket']['ms'] / info['exact']['ms']:.3f}  [{way}]", flush=True)
-        with open(os.path.join(out_dir, "dynamic_attention.json"), "w") as f:
-            json.dump({"header": header("python -m benchmarks.experiments.dynamic_attention $OUT",
-                                        torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
+        print(bucket_line(f"L={L:<5}", info, "sdpa") + f"  [{way}]", flush=True)
+        save_rows(out_dir, "dynamic_attention", rows)
     print(f"total {time.time() - t0:.0f} s")
 
 

@@ -9,7 +9,6 @@ random inputs (NaN-prefilled), timed in alternating rounds with inputs rotated p
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.dynamic_tokens $OUT``.
 Writes ``dynamic_tokens.json``.
 """
-import json
 import os
 import sys
 import time
@@ -18,8 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.configs import LLAMA3_SHAPES
-from benchmarks.experiments.variants import describe
-from benchmarks.suite import header
+from benchmarks.experiments.variants import bucket_line, describe, save_rows
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import REL_TOL, check_call, input_sets, time_interleaved
@@ -78,13 +76,8 @@ def main(out_dir):
             for name, t in time_interleaved(fns, sets, rounds=5, round_ms=150.0).items():
                 info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=2 * m * N * K / t.ms / 1e9)
             rows.append({"projection": proj, "M": m, "N": N, "K": K, "systems": info})
-            print(f"{proj:>5} M={m:<5} cublas {info['cublas']['ms']:.4f} ms  exact {info['exact']['ms']:.4f} "
-                  f"({info['cublas']['ms'] / info['exact']['ms']:.2f}x)  bucket {info['bucket']['ms']:.4f} "
-                  f"({info['cublas']['ms'] / info['bucket']['ms']:.2f}x)  bucket/exact time "
-                  f"{info['bucket']['ms'] / info['exact']['ms']:.3f}", flush=True)
-            with open(os.path.join(out_dir, "dynamic_tokens.json"), "w") as f:
-                json.dump({"header": header("python -m benchmarks.experiments.dynamic_tokens $OUT",
-                                            torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
+            print(bucket_line(f"{proj:>5} M={m:<5}", info, "cublas"), flush=True)
+            save_rows(out_dir, "dynamic_tokens", rows)
     print(f"total {time.time() - t0:.0f} s")
 
 

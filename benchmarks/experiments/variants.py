@@ -17,9 +17,25 @@ from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_int
 from pt_tvm.search import Candidate, SearchResult, SearchSpace
 from pt_tvm.tune import compile_jobs, warm
 
-__all__ = ["describe", "compare", "compare_gemms"]
+__all__ = ["describe", "compare", "compare_gemms", "bucket_line", "save_rows"]
 
 Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
+
+
+def bucket_line(label: str, info: Mapping[str, Mapping[str, float]], peer: str) -> str:
+    """One config of a bucket experiment: the peer's time, the exact shape's and the bucket's kernel over it, and
+    the bucket's time over the exact one's."""
+    ms = {name: info[name]["ms"] for name in (peer, "exact", "bucket")}
+    return (f"{label} {peer} {ms[peer]:.4f} ms  exact {ms['exact']:.4f} ({ms[peer] / ms['exact']:.2f}x)  bucket "
+            f"{ms['bucket']:.4f} ({ms[peer] / ms['bucket']:.2f}x)  bucket/exact time {ms['bucket'] / ms['exact']:.3f}")
+
+
+def save_rows(out_dir: str, experiment: str, rows: Sequence[dict]) -> None:
+    """``rows`` as ``<out_dir>/<experiment>.json`` under the run's header (its command
+    ``python -m benchmarks.experiments.<experiment> $OUT``); written after every config."""
+    with open(os.path.join(out_dir, f"{experiment}.json"), "w") as f:
+        json.dump({"header": header(f"python -m benchmarks.experiments.{experiment} $OUT",
+                                    torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
 
 
 def describe(c: Candidate) -> str:
