@@ -22,6 +22,7 @@ from benchmarks.experiments.variants import bucket_line, save_rows
 from pt_tvm import hw, ops
 from pt_tvm.measure import REL_TOL, check_call, input_sets, time_replayed
 from pt_tvm.ops import kernels
+from pt_tvm.templates.flash_attention import visible_pairs
 
 SEQLENS = (777, 2500)
 HEADS, KV_HEADS, DIM, DTYPE = 32, 8, 128, torch.bfloat16
@@ -35,6 +36,7 @@ def _reference(q, k, v):
 
 
 def _sdpa(q, k, v):
+    """The peer as its users call it: SDPA over ``[batch, heads, seqlen, dim]`` views, GQA by ``enable_gqa``."""
     return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True,
                                           enable_gqa=True).transpose(1, 2)
 
@@ -70,7 +72,7 @@ def main(out_dir):
         print(f"L={L}: built and checked at {time.time() - t0:.0f} s", flush=True)
         sets = input_sets(make, 2 * L * (HEADS + 2 * KV_HEADS) * DIM, vdev.l2_bytes, max_sets=8)
         way, timings = time_replayed(fns, sets, rounds=5, round_ms=150.0, settle_ms=300.0)
-        flops = 4 * L * L / 2 * HEADS * DIM
+        flops = 4 * HEADS * DIM * visible_pairs(L, L, causal=True)
         for name, t in timings.items():
             info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=flops / t.ms / 1e9, timing=way)
         rows.append({"seqlen": L, "heads": HEADS, "kv_heads": KV_HEADS, "dim": DIM, "causal": True,
