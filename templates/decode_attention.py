@@ -111,12 +111,14 @@ def build_decode_attention(
             return T.ceildiv(self.n_blocks(), num_splits)
 
         def split_blocks(self):
-            """Key blocks of the split (none for a split past a short sequence's end), bounded by the capacity
-            so that extraction can price the loop."""
+            """Key blocks of the split, bounded by the capacity so that extraction can price the loop; at least
+            one: a split past a short sequence's end runs one step whose scores are all masked (its partial
+            stays empty, as with none), where a trip count that may be 0 makes TileLang guard each statement of
+            the pipeline's first step and ptxas serialize the wgmmas (C7514)."""
             if num_splits == 1:
-                return T.min(capacity_blocks, self.n_blocks())
+                return T.max(1, T.min(capacity_blocks, self.n_blocks()))
             left = self.n_blocks() - self.first
-            return T.min(max_per_split, T.max(0, T.min(self.per_split(), left)))
+            return T.min(max_per_split, T.max(1, T.min(self.per_split(), left)))
 
         def key_limit(self, i):
             """Keys below this are visible to packed row ``i``: the cache up to the row's own token."""

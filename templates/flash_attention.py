@@ -285,7 +285,10 @@ def build_flash_attention_varlen(
         seen = T.ceildiv(rows.sk, block_N)
         if causal:
             seen = T.max(0, T.min(seen, T.ceildiv((rows.qb + 1) * block_M + rows.sk - rows.sq, block_N)))
-        return T.min(capacity, T.if_then_else(rows.qb * block_M < rows.sq, seen, 0))
+        # at least one: a block without keys (past its sequence's queries, or whose queries see none) runs one
+        # fully masked step and stores zeros or nothing, where a trip count that may be 0 makes TileLang guard
+        # every statement of the pipeline's first step and ptxas serialize the wgmmas (C7514): 1.6x slower
+        return T.max(1, T.min(capacity, T.if_then_else(rows.qb * block_M < rows.sq, seen, 0)))
 
     program = _tile_program(dim, dtype, causal, True, True, _scale(softmax_scale, dim), heads // kv_heads,
                             block_M, block_N, num_stages, kv_blocks)
