@@ -13,18 +13,30 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import tilelang
+import tilelang.language as T
 from tilelang.transform import PassConfigKey
 
 from pt_tvm.errors import PtTvmError
-from pt_tvm.passes import check_emitted, pass_configs
+from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "priced"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
 
 # exp2 -> ex2.approx and friends, as TileLang's own attention and Mamba examples compile
 FAST_MATH = {PassConfigKey.TL_ENABLE_FAST_MATH.value: True}
+
+
+def size(name: str, value: int, dynamic: bool) -> Any:
+    """A kernel's size: ``value``, or (``dynamic``) a symbolic ``name``, a kernel argument that ``value`` only
+    prices: one kernel for every size, as the ops' token buckets compile them."""
+    return T.dynamic(name) if dynamic else value
+
+
+def priced(func: Any, hints: Mapping[str, int]) -> Any:
+    """``func`` with its symbolic sizes priced at ``hints`` (pt-tvm's extraction reads them); unchanged without."""
+    return func.with_attr(HINTS_ATTR, dict(hints)) if hints else func
 
 
 class TemplateError(PtTvmError, ValueError):

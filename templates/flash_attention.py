@@ -30,9 +30,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from pt_tvm.passes import HINTS_ATTR
-
-from .base import FAST_MATH, Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError, priced
 from .online_softmax import (
     ACCUM,
     LOG2E,
@@ -307,8 +305,7 @@ def build_flash_attention_varlen(
             program(Q, K, V, O, rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz))
 
     # priced as if every sequence were the longest (as the template's flops count it)
-    return flash_attention_varlen.with_attr(HINTS_ATTR, {"total_q": batch * max_seqlen_q,
-                                                          "total_k": batch * max_seqlen_k})
+    return priced(flash_attention_varlen, {"total_q": batch * max_seqlen_q, "total_k": batch * max_seqlen_k})
 
 
 # ---------------------------------------------------------------- parameters

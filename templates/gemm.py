@@ -14,9 +14,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from pt_tvm.passes import HINTS_ATTR
-
-from .base import FAST_MATH, Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError, priced, size
 
 __all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
 
@@ -66,16 +64,6 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
     return mainloop
 
 
-def _rows(M: int, dynamic_M: bool) -> Any:
-    """The kernel's row count: ``M``, or a symbolic ``M`` (a kernel argument) that ``M`` only prices."""
-    return T.dynamic("M") if dynamic_M else M
-
-
-def _priced(func: Any, M: int, dynamic_M: bool) -> Any:
-    """``func``, its symbolic ``M`` priced at ``M`` (pt-tvm's extraction reads the hint)."""
-    return func.with_attr(HINTS_ATTR, {"M": M}) if dynamic_M else func
-
-
 def build_gemm(
     M: int, N: int, K: int, dtype: str, trans_B: bool,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
@@ -87,7 +75,7 @@ def build_gemm(
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
     b_shape = _b_shape(N, K, trans_B)
-    rows = _rows(M, dynamic_M)
+    rows = size("M", M, dynamic_M)
 
     @T.prim_func
     def gemm(A: T.Tensor((rows, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((rows, N), dtype)):
@@ -98,7 +86,7 @@ def build_gemm(
             to_shared(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
-    return _priced(gemm, M, dynamic_M)
+    return priced(gemm, {"M": M} if dynamic_M else {})
 
 
 def _accumulator(block_M: int, block_N: int, swap_ab: int) -> tuple[int, int]:
@@ -211,7 +199,7 @@ def build_gemm_swiglu(
     split = bool(half & (half - 1)) or bool(swap_ab)
     mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, gate_rows=N,
                               swap_ab=bool(swap_ab))
-    rows = _rows(M, dynamic_M)
+    rows = size("M", M, dynamic_M)
 
     @T.prim_func
     def gemm_swiglu(A: T.Tensor((rows, K), dtype), W: T.Tensor((2 * N, K), dtype), C: T.Tensor((rows, N), dtype)):
@@ -235,7 +223,7 @@ def build_gemm_swiglu(
                     C_s[i, j] = C_s[i, j] / (1.0 + T.exp(-C_s[i, j])) * C_s[i, j + half]
                 T.copy(C_s[:, 0:half], C[by * block_M, bx * half])
 
-    return _priced(gemm_swiglu, M, dynamic_M)
+    return priced(gemm_swiglu, {"M": M} if dynamic_M else {})
 
 
 # swap_ab: token tiles (the tensor core's N side) that a layer's token counts fill tightly with few tiles: 777 in

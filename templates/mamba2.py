@@ -66,7 +66,7 @@ import tilelang.language as T
 import torch
 from tvm.script.ir_builder import IRBuilder
 
-from .base import FAST_MATH, Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError, priced, size
 
 __all__ = ["CHUNK_STATE", "CHUNK_SCAN", "n_chunks"]
 
@@ -87,6 +87,21 @@ def _per_head(name: str, block_H: int, alloc: Any, *args: Any) -> list:
 def n_chunks(seqlen: int, chunk: int) -> int:
     """Chunks of a sequence, the last one partial when ``chunk`` does not divide ``seqlen``."""
     return -(-seqlen // chunk)
+
+
+def _lengths(seqlen: int, chunk: int, dynamic: bool) -> tuple:
+    """The kernel's sequence length and chunk count: ``seqlen``'s, or two symbolic sizes (kernel arguments)
+    that the ops check against each other (``nchunks = ceil(seqlen / chunk)``): a chunk count written as an
+    expression of the length leaves TVM to solve the length from ``cb``, chunk_scan's first argument, which it
+    cannot (TileLang 0.1.15)."""
+    if dynamic:
+        return size("seqlen", seqlen, True), size("nchunks", n_chunks(seqlen, chunk), True)
+    return seqlen, n_chunks(seqlen, chunk)
+
+
+def _hints(seqlen: int, chunk: int, dynamic: bool) -> dict:
+    """The symbolic sizes of :func:`_lengths` priced at ``seqlen``."""
+    return {"seqlen": seqlen, "nchunks": n_chunks(seqlen, chunk)} if dynamic else {}
 
 
 @dataclass(frozen=True)
@@ -117,7 +132,7 @@ class _Blk:
 
 def build_chunk_state(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, dtype: str,
-    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, dynamic_seqlen: bool = False,
 ):
     """``states[b,c,h] = (x * dt * decay)^T @ B`` per chunk: a ``block_M x block_N`` tile of
     ``(headdim, dstate)`` per block, a pipelined loop over the chunk in ``block_K`` positions.
@@ -126,9 +141,9 @@ def build_chunk_state(
     ``dA_cumsum`` in shared memory, computes the ``block_K`` row weights
     ``dt * exp(min(dA_last - dA_cumsum, 0))`` (one exp per position), writes the weighted,
     transposed ``x`` into a register fragment (the GEMM's A operand) and accumulates
-    ``x_w @ B`` in float32.
+    ``x_w @ B`` in float32. ``dynamic_seqlen``: one kernel for every sequence length, priced at ``seqlen``.
     """
-    nchunks = n_chunks(seqlen, chunk)
+    L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
 
     @T.macro
     def tile_program(B, x, dt, dA_cumsum, states, by, blk):
@@ -162,8 +177,8 @@ def build_chunk_state(
 
     @T.prim_func
     def chunk_state(
-        B: T.Tensor((batch, seqlen, groups, dstate), dtype),
-        x: T.Tensor((batch, seqlen, heads, headdim), dtype),
+        B: T.Tensor((batch, L, groups, dstate), dtype),
+        x: T.Tensor((batch, L, heads, headdim), dtype),
         dt: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
         dA_cumsum: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
         states: T.Tensor((batch, nchunks, heads, headdim, dstate), _ACCUM),
@@ -172,12 +187,13 @@ def build_chunk_state(
         with T.Kernel(tiles * batch, T.ceildiv(headdim, block_M), nchunks * heads, threads=threads) as (bx, by, bz):
             tile_program(B, x, dt, dA_cumsum, states, by, _Blk.of(bx, bz, tiles, heads, groups))
 
-    return chunk_state
+    return priced(chunk_state, _hints(seqlen, chunk, dynamic_seqlen))
 
 
 def build_chunk_scan(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, has_d: bool,
     dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
+    dynamic_seqlen: bool = False,
 ):
     """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` of ``block_H`` heads per block.
 
@@ -195,9 +211,10 @@ def build_chunk_scan(
 
     The decay before the loop reads ``dA_cumsum`` from global memory, not ``dA_m_shared``: TileLang's warp
     specialization makes the copy of a buffer the loop reads a TMA load that only the loop waits for, so a
-    read of it before the loop would race that load (docs/NOTES-parity.md).
+    read of it before the loop would race that load (docs/NOTES-parity.md). ``dynamic_seqlen``: one kernel for
+    every sequence length, priced at ``seqlen``.
     """
-    nchunks = n_chunks(seqlen, chunk)
+    L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
     packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
 
     def row0(blk, by):
@@ -210,9 +227,9 @@ def build_chunk_scan(
         return T.ceildiv((by + 1) * block_M, block_K)
 
     cb_shape = (batch, nchunks, groups, chunk, chunk)
-    seq_shape = (batch, seqlen, heads, headdim)
+    seq_shape = (batch, L, heads, headdim)
     chunk_shape = (batch, heads, nchunks, chunk)
-    bc_shape = (batch, seqlen, groups, dstate)
+    bc_shape = (batch, L, groups, dstate)
     states_shape = (batch, nchunks, heads, headdim, dstate)
 
     @T.macro
@@ -288,7 +305,7 @@ def build_chunk_scan(
         ):
             kernel(cb, x, dt, dA_cumsum, C, prev_states, None, out)
 
-    return chunk_scan
+    return priced(chunk_scan, _hints(seqlen, chunk, dynamic_seqlen))
 
 
 # ---------------------------------------------------------------- parameters
@@ -306,6 +323,8 @@ def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, 
         _check_positive(template, key, tile[key])
     if problem["dtype"] not in _DTYPES:
         raise _fail(template, "dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
+    if not isinstance(problem["dynamic_seqlen"], bool):
+        raise _fail(template, "dynamic_seqlen", f"must be a bool, got {problem['dynamic_seqlen']!r}")
     if problem["heads"] % problem["groups"]:
         raise _fail(template, "groups", f"={problem['groups']} must divide heads={problem['heads']}")
     if tile["threads"] % 128:
@@ -488,7 +507,7 @@ def _scan_flops(problem: Mapping[str, Any]) -> float:
 
 # Mamba2-1.3B: d_model 2048, expand 2 -> 4096 inner = 64 heads x 64; d_state 128, chunk 256, 1 group.
 _PROBLEM = {"batch": 1, "seqlen": 4096, "heads": 64, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 1,
-            "dtype": "float16"}
+            "dtype": "float16", "dynamic_seqlen": False}
 
 CHUNK_STATE = Template(
     name="chunk_state",

@@ -325,6 +325,25 @@ def test_dynamic_tokens_compile_one_kernel_per_bucket(dispatch, caplog):
     assert "M=1024" in messages[1] and "gemm_swiglu {M=64, N=64, K=96, dtype=float16, dynamic_M=True}" in messages[2]
 
 
+def test_dynamic_tokens_ssd_one_kernel_pair_per_bucket(dispatch, caplog):
+    """With ``dynamic_tokens`` the SSD ops key their kernels by the sequence length's bucket (at least a chunk):
+    lengths 200 and 250 share one chunk_state and one chunk_scan, 300 takes the next bucket's; each result is
+    the recurrence's."""
+    calls, store = dispatch
+    ops.configure(dynamic_tokens=True)
+    with caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        for s in (200, 250, 300):
+            x, dt, A, B, C = _ssd_inputs(b=1, s=s)
+            out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 64, return_final_states=True)
+            ref, ref_final = ssd_recurrence(x, dt, A, B, C)
+            assert rel_err(out.float(), ref) < REL_TOL["float16"] and rel_err(final, ref_final) < 1e-5
+            assert len(store) == (2 if s < 256 else 4)
+    assert (calls.search, calls.compile) == (4, 4)
+    messages = [r.getMessage() for r in caplog.records if r.name == "pt_tvm.ops"]
+    assert messages[0].startswith("chunk_state {batch=1, seqlen=256,") and "dynamic_seqlen=True}" in messages[0]
+    assert messages[3].startswith("chunk_scan {batch=1, seqlen=512,") and "dynamic_seqlen=True" in messages[3]
+
+
 def test_dynamic_tokens_setting_and_env_var(monkeypatch):
     with pytest.raises(TypeError, match="'dynamic_tokens' must be a bool"):
         ops.Config(dynamic_tokens=1)

@@ -202,6 +202,23 @@ def test_chunk_scan(gen, has_d):
     close(ops.chunk_scan(*inputs), template.reference(*inputs, **problem), F16, "chunk_scan")
 
 
+def test_dynamic_tokens_ssd_one_kernel_pair_a_bucket(gen, tmp_path):
+    """``dynamic_tokens``: the SSD forward at 300, 500 and 512 positions (partial last chunks, then whole) runs on
+    one chunk_state and one chunk_scan kernel (bucket 512), at 1000 on the next pair; each result exact."""
+    b, h, p, g, n = 2, 8, 64, 2, 128
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path), dynamic_tokens=True))) as s:
+        for seqlen in (300, 500, 512, 1000):
+            x, B, C = randn(gen, b, seqlen, h, p), randn(gen, b, seqlen, g, n), randn(gen, b, seqlen, g, n)
+            A = -(1.0 + 15.0 * torch.rand(h, generator=gen, device="cuda"))
+            dt = randn(gen, b, seqlen, h, dtype=F32) - 3.0
+            kw = {"D": randn(gen, h, dtype=F32), "dt_bias": randn(gen, h, dtype=F32, scale=0.5), "dt_softplus": True}
+            out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 256, return_final_states=True, **kw)
+            ref, ref_final = ssd_recurrence(x, dt, A, B, C, **kw)
+            close(out, ref, F16, f"ssd_chunk_scan dynamic seqlen={seqlen}")
+            close(final, ref_final, F16, f"ssd_chunk_scan dynamic seqlen={seqlen} final state")
+            assert len(s) == (2 if seqlen <= 512 else 4)
+
+
 @pytest.mark.parametrize("seqlen, dtype, extras", [
     (512, F16, False), (512, BF16, True), (1000, F16, True),
 ], ids=["plain", "bf16-D-z-bias-init", "ragged"])

@@ -299,6 +299,25 @@ def test_dynamic_m_templates_take_the_row_count_at_launch(name):
             templates.get(name).resolve(**{**params, "M": 500, "trans_B": True}, block_M=112, block_N=128, swap_ab=1)
 
 
+@pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
+def test_dynamic_seqlen_ssd_kernels_take_the_length_at_launch(name, tmp_path):
+    """``dynamic_seqlen``: the sequence length and its chunk count are kernel arguments, priced at the problem's
+    length (a partial last chunk) without a warning; the kernel compiles without spills."""
+    params = {"batch": 1, "seqlen": 1000, "heads": 8, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 1,
+              "dynamic_seqlen": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SymbolicSizeWarning)
+        result, _, build = schedule_template(name, "h100", params=params)
+    assert result.best.graph.symbols == {"seqlen": 1000, "nchunks": 4}
+    assert result.best.graph.grid["bz"] == 4 * 8 // result.best.plan.tile.get("block_H", 1)  # chunks x heads
+    src = lower_planned(build(), hw.get("h100").tvm_target(), templates.get(name).pass_configs).kernel_source
+    signature = re.search(r"__global__ void[^(]*\(([^)]*)\)", src).group(1)
+    assert "int nchunks" in signature, signature
+    compiles_without_spills(src, tmp_path)
+    with pytest.raises(TemplateError, match="'dynamic_seqlen' must be a bool"):
+        templates.get(name).resolve(**{**params, "dynamic_seqlen": 1})
+
+
 def test_a_symbolic_size_is_priced_at_the_default_hint_with_a_warning():
     """Not at the bound of an int32 (a dynamic K gave 3.4e7 loop steps and a 15 s prediction, a dynamic M a grid of
     8 blocks): at SYMBOLIC_HINT, said in a warning, the graph and explain()."""

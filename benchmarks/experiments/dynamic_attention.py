@@ -18,10 +18,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from benchmarks.experiments.variants import bucket_line, save_rows
-from pt_tvm import hw, ops
-from pt_tvm.measure import REL_TOL, check_call, input_sets, time_replayed
-from pt_tvm.ops import kernels
+from benchmarks.experiments.variants import bucket_stores, compare_buckets, save_rows, store_kernels, through
+from pt_tvm import ops
 from pt_tvm.templates.flash_attention import visible_pairs
 
 SEQLENS = (777, 2500)
@@ -44,16 +42,9 @@ def _sdpa(q, k, v):
 def main(out_dir):
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")  # the ops log each schedule choice
     t0 = time.time()
-    vdev = hw.from_device()
-    stores = {name: kernels.KernelStore(ops.Config(cache_dir=os.path.join(out_dir, "plans"), dynamic_tokens=dyn))
-              for name, dyn in (("exact", False), ("bucket", True))}
-
-    def through(store):
-        def call(q, k, v):
-            with kernels.using(store):
-                return ops.attention(q, k, v, causal=True)
-        return call
-
+    stores = bucket_stores(out_dir)
+    fns = {**{n: through(s, lambda q, k, v: ops.attention(q, k, v, causal=True)) for n, s in stores.items()},
+           "sdpa": _sdpa}
     rows = []
     for L in SEQLENS:
         def make(seed):
@@ -61,25 +52,10 @@ def main(out_dir):
             return tuple(torch.randn(1, L, h, DIM, generator=g, device="cuda").to(DTYPE)
                          for h in (HEADS, KV_HEADS, KV_HEADS))
 
-        fns = {"exact": through(stores["exact"]), "bucket": through(stores["bucket"]), "sdpa": _sdpa}
-        check = make(1_000)
-        ref = _reference(*check)
-        info = {}
-        for name, fn in fns.items():
-            (chk,) = check_call(fn, check, (ref,))
-            info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
-            assert chk.rel_err < REL_TOL["bfloat16"] and chk.prefill == "nan", (L, name, chk)
-        print(f"L={L}: built and checked at {time.time() - t0:.0f} s", flush=True)
-        sets = input_sets(make, 2 * L * (HEADS + 2 * KV_HEADS) * DIM, vdev.l2_bytes, max_sets=8)
-        way, timings = time_replayed(fns, sets, rounds=5, round_ms=150.0, settle_ms=300.0)
-        flops = 4 * HEADS * DIM * visible_pairs(L, L, causal=True)
-        for name, t in timings.items():
-            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=flops / t.ms / 1e9, timing=way)
+        info = compare_buckets(f"L={L:<5}", fns, "sdpa", make, _reference, 2 * L * (HEADS + 2 * KV_HEADS) * DIM,
+                               4 * HEADS * DIM * visible_pairs(L, L, causal=True), "bfloat16")
         rows.append({"seqlen": L, "heads": HEADS, "kv_heads": KV_HEADS, "dim": DIM, "causal": True,
-                     "kernels": {n: [[name, dict(problem)] for name, problem, _ in s._kernels]
-                                 for n, s in stores.items()},
-                     "systems": info})
-        print(bucket_line(f"L={L:<5}", info, "sdpa") + f"  [{way}]", flush=True)
+                     "kernels": store_kernels(stores), "systems": info})
         save_rows(out_dir, "dynamic_attention", rows)
     print(f"total {time.time() - t0:.0f} s")
 

@@ -11,13 +11,15 @@ import torch
 
 from benchmarks.suite import header
 from benchmarks.systems import build_system
-from pt_tvm import hw, templates
+from pt_tvm import hw, ops, templates
 from pt_tvm.compiler import planned_func, schedule_template
-from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved
+from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved, time_replayed
+from pt_tvm.ops import kernels
 from pt_tvm.search import Candidate, SearchResult, SearchSpace
 from pt_tvm.tune import compile_jobs, warm
 
-__all__ = ["describe", "compare", "compare_gemms", "bucket_line", "save_rows"]
+__all__ = ["describe", "compare", "compare_gemms", "bucket_line", "save_rows", "bucket_stores", "through",
+           "store_kernels", "compare_buckets"]
 
 Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
 
@@ -36,6 +38,49 @@ def save_rows(out_dir: str, experiment: str, rows: Sequence[dict]) -> None:
     with open(os.path.join(out_dir, f"{experiment}.json"), "w") as f:
         json.dump({"header": header(f"python -m benchmarks.experiments.{experiment} $OUT",
                                     torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
+
+
+def bucket_stores(out_dir: str) -> dict[str, kernels.KernelStore]:
+    """Two kernel stores with their plans under ``out_dir/plans``: ``exact`` (a kernel per shape) and ``bucket``
+    (``dynamic_tokens``: a kernel per bucket of token counts)."""
+    return {name: kernels.KernelStore(ops.Config(cache_dir=os.path.join(out_dir, "plans"), dynamic_tokens=dyn))
+            for name, dyn in (("exact", False), ("bucket", True))}
+
+
+def through(store: kernels.KernelStore, op: Callable) -> Callable:
+    """``op`` run with ``store``'s kernels."""
+    def call(*args):
+        with kernels.using(store):
+            return op(*args)
+    return call
+
+
+def store_kernels(stores: Mapping[str, kernels.KernelStore]) -> dict[str, list]:
+    """Each store's compiled kernels as ``[template, problem]`` pairs (what a bucket experiment's row records)."""
+    return {n: [[name, dict(problem)] for name, problem, _ in s._kernels] for n, s in stores.items()}
+
+
+def compare_buckets(label: str, fns: Mapping[str, Callable], peer: str, make: Callable[[int], tuple],
+                    reference: Callable[..., torch.Tensor], set_bytes: int, flops: float, dtype: str) -> dict:
+    """Check every system of one config against ``reference`` (float32) on fresh inputs, then time them from CUDA
+    graphs in alternating rounds, inputs rotated past the L2; prints :func:`bucket_line`, returns the systems'
+    figures."""
+    t0 = time.time()
+    check = make(1_000)
+    ref = reference(*check)
+    info = {}
+    for name, fn in fns.items():
+        (chk,) = check_call(fn, check, (ref,))
+        info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
+        assert chk.rel_err < REL_TOL[dtype] and chk.prefill == "nan", (label, name, chk)
+    del check, ref
+    print(f"{label}: built and checked in {time.time() - t0:.0f} s", flush=True)
+    sets = input_sets(make, set_bytes, hw.from_device().l2_bytes, max_sets=8)
+    way, timings = time_replayed(fns, sets, rounds=5, round_ms=150.0, settle_ms=300.0)
+    for name, t in timings.items():
+        info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=flops / t.ms / 1e9, timing=way)
+    print(bucket_line(label, info, peer) + f"  [{way}]", flush=True)
+    return info
 
 
 def describe(c: Candidate) -> str:

@@ -35,7 +35,7 @@ from ..tune import DEFAULT_TOP_K, tune_template
 from .checks import ArgumentError, ArgumentTypeError
 
 __all__ = ["Config", "KernelStore", "TUNE_ENV", "DYNAMIC_ENV", "configure", "current", "using", "launch", "chip_of",
-           "compile_kernel", "bucket", "rows"]
+           "compile_kernel", "bucket", "rows", "tokens"]
 
 log = logging.getLogger("pt_tvm.ops")
 
@@ -60,11 +60,12 @@ class Config:
     cache_dir : str, optional
         Plan cache root (default :func:`pt_tvm.cache.default_cache_dir`).
     dynamic_tokens : bool
-        The GEMM ops (``matmul``, ``linear``, ``swiglu``) compile one kernel per bucket of token counts (the
-        next power of two, :func:`bucket`) with a symbolic row count, its plan searched at the bucket, instead
-        of one kernel per exact count (the fastest, but each new count searches and compiles); ``attention``
-        over ``[batch, seqlen, ...]`` tensors runs as a packed batch on the varlen kernel of the lengths'
-        buckets (``attention_qkv`` and the SSD ops still compile per length). Default:
+        The GEMM ops (``matmul``, ``linear``, ``swiglu``) and the SSD ops (``chunk_state``, ``chunk_scan``,
+        ``ssd_chunk_scan``) compile one kernel per bucket of token counts or sequence lengths (the next power of
+        two, :func:`bucket`) with a symbolic count, its plan searched at the bucket, instead of one kernel per
+        exact count (the fastest, but each new count searches and compiles); ``attention`` over ``[batch,
+        seqlen, ...]`` tensors runs as a packed batch on the varlen kernel of the lengths' buckets
+        (``attention_qkv`` still compiles per length). Default:
         ``$PT_TVM_DYNAMIC_TOKENS`` set to 1/true/yes/on.
     """
 
@@ -92,12 +93,18 @@ def bucket(length: int, least: int = 1) -> int:
     return max(least, 1 << max(0, length - 1).bit_length())
 
 
-def rows(M: int) -> dict[str, Any]:
-    """A GEMM template's row count at ``M`` tokens: ``M`` itself, or, with :attr:`Config.dynamic_tokens`, a
-    symbolic count priced at ``M``'s bucket (at least 64, a tile's rows), one kernel for the whole bucket."""
+def tokens(name: str, n: int, least: int) -> dict[str, Any]:
+    """A template's token-count parameter ``name`` at ``n``: ``n`` itself, or, with
+    :attr:`Config.dynamic_tokens`, a symbolic count (``dynamic_<name>``) priced at ``n``'s bucket (at least
+    ``least``, a tile's rows), one kernel for the whole bucket."""
     if current().config.dynamic_tokens:
-        return {"M": bucket(M, 64), "dynamic_M": True}
-    return {"M": M}
+        return {name: bucket(n, least), f"dynamic_{name}": True}
+    return {name: n}
+
+
+def rows(M: int) -> dict[str, Any]:
+    """A GEMM template's row count at ``M`` tokens (:func:`tokens`; buckets of at least 64 rows)."""
+    return tokens("M", M, 64)
 
 
 def chip_of(device: torch.device) -> hw.VDevice:

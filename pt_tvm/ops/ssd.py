@@ -27,7 +27,7 @@ from torch import Tensor
 
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import launch
+from .kernels import launch, tokens
 
 __all__ = ["chunk_state", "chunk_scan", "ssd_chunk_scan", "prefix_sum"]
 
@@ -64,8 +64,9 @@ def _same_dtype(op: str, reference: str, tensors: dict) -> None:
 
 
 def _problem(dims: checks.Dims, x: Tensor) -> dict:
-    return {"batch": dims["batch"], "seqlen": dims["seqlen"], "heads": dims["heads"], "headdim": dims["headdim"],
-            "dstate": dims["dstate"], "chunk": dims["chunk"], "groups": dims["groups"],
+    """The template's problem; with ``Config.dynamic_tokens`` its length symbolic, priced at the bucket."""
+    return {"batch": dims["batch"], **tokens("seqlen", dims["seqlen"], dims["chunk"]), "heads": dims["heads"],
+            "headdim": dims["headdim"], "dstate": dims["dstate"], "chunk": dims["chunk"], "groups": dims["groups"],
             "dtype": str(x.dtype).removeprefix("torch.")}
 
 
