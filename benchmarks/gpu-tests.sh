@@ -3,7 +3,8 @@
 # the tests are compile-bound (TileLang and nvcc on the host's cores), so one process per file left most of
 # 16 cores idle and ran out of the 220 s a call gave it (2026-11-23: 9 of test_ops_gpu's 27 tests).
 #   bash benchmarks/gpu-tests.sh [PROCS] [LIMIT_S] [PYTEST_ARGS...]   (from the project root, TileLang set up)
-# PYTEST_ARGS that name tests (`tests/x.py::test_y[id]`) are the tests to spread; the others go to every process.
+# PYTEST_ARGS that name tests or test files (`tests/x.py::test_y[id]`, `tests/x.py`) are what to collect and spread
+# (all of tests/ without them); the others (`-k EXPR`, ...) go to the collection and to every process.
 # Writes one file, ${OUT:-gpu-tests-out}/gpu-tests.txt: the summary (each process's last line, the failures,
 # the tests no process reached before the limit), then every process's log (a device call returns at most 8
 # files: one log per process lost them all on 2026-11-23). Prints the summary.
@@ -15,7 +16,7 @@ out="${OUT:-gpu-tests-out}"
 work=$(mktemp -d)
 mkdir -p "$out"
 named=() opts=()
-for a in "$@"; do [[ $a == *::* ]] && named+=("$a") || opts+=("$a"); done
+for a in "$@"; do [[ $a == *::* || ( $a == *.py && -f $a ) ]] && named+=("$a") || opts+=("$a"); done
 set -- "${opts[@]}"
 python -m pytest -q -m gpu --collect-only -p no:cacheprovider "$@" "${named[@]:-tests}" 2>/dev/null | grep '::' \
   > "$work/ids.txt"
