@@ -40,7 +40,7 @@ __all__ = ["Config", "KernelStore", "TUNE_ENV", "DYNAMIC_ENV", "configure", "cur
 log = logging.getLogger("pt_tvm.ops")
 
 TUNE_ENV = "PT_TVM_TUNE"  # "1": tune every new shape on the GPU (Config.tune's default)
-DYNAMIC_ENV = "PT_TVM_DYNAMIC_TOKENS"  # "1": GEMM ops compile one kernel per token bucket (Config.dynamic_tokens)
+DYNAMIC_ENV = "PT_TVM_DYNAMIC_TOKENS"  # "1": a kernel per bucket of token counts (Config.dynamic_tokens)
 _ON = ("1", "true", "yes", "on")
 _SEARCH = SearchSpace()
 _SEED = 0
