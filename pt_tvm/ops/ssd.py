@@ -172,11 +172,17 @@ def _check_ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk_siz
     checks.same_device(op, {"x": x, "dt": dt, "A": A, "B": B, "C": C, **optional})
 
 
+def _traced(x: Tensor) -> bool:
+    """Whether ``torch.compile`` traces this call: Dynamo says so; AOTAutograd, decomposing
+    ``pt_tvm::ssd_chunk_scan``, does not, but hands it tensor subclasses (fakes, functional wrappers)."""
+    return type(x) is not torch.Tensor or torch.compiler.is_compiling()
+
+
 def prefix_sum(x: Tensor) -> Tensor:
     """``torch.cumsum(x, dim=-1)``; when traced for ``torch.compile`` (by Dynamo, or by AOTAutograd decomposing
     ``pt_tvm::ssd_chunk_scan``: then ``x`` is a tensor subclass) as log2(n) shifted adds, because Inductor's split
     scan of torch 2.11 fails to generate code for these cumulative sums (InductorError, seen on an H100)."""
-    if type(x) is torch.Tensor and not torch.compiler.is_compiling():
+    if not _traced(x):
         return torch.cumsum(x, dim=-1)
     shift = 1
     while shift < x.shape[-1]:
@@ -277,14 +283,12 @@ def _compiled(fn: Callable) -> Callable:
     return torch.compile(fn, dynamic=None)
 
 
-def _glue(fn: Callable, *tensors: Optional[Tensor]) -> Callable:
-    """``fn`` as it runs in the forward: compiled where the forward runs eagerly on CUDA tensors, where its
-    elementwise steps would otherwise be a kernel launch each (the chunk-by-chunk state passing alone two a chunk:
-    the eager forward ran 0.50-0.56x mamba-ssm's time on an H200); itself where torch.compile traces the forward
-    (its tensors are then fakes or functional wrappers, not plain tensors, and Inductor fuses it with the model)."""
-    eager = not torch.compiler.is_compiling() and all(type(t) in (torch.Tensor, torch.nn.Parameter) and t.is_cuda
-                                                      for t in tensors if t is not None)
-    return _compiled(fn) if eager else fn
+def _glue(x: Tensor) -> Callable[[Callable], Callable]:
+    """How the forward runs its glue: compiled where it runs eagerly on CUDA tensors (each elementwise step would
+    otherwise be a kernel launch, the chunk-by-chunk state passing two a chunk: the eager forward ran at 0.50-0.56x
+    mamba-ssm's speed on an H200); as it is where torch.compile traces the forward (Inductor fuses it with the
+    model)."""
+    return _compiled if x.is_cuda and not _traced(x) else (lambda fn: fn)
 
 
 @torch.library.impl("pt_tvm::ssd_chunk_scan", "CompositeImplicitAutograd")
@@ -293,13 +297,14 @@ def _ssd_chunk_scan(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chun
                     initial_states: Optional[Tensor] = None, dt_softplus: bool = False, dt_min: float = 0.0,
                     dt_max: Optional[float] = None) -> tuple[Tensor, Tensor]:
     _check_ssd(x, dt, A, B, C, chunk_size, D, z, dt_bias, initial_states, dt_min, dt_max)
-    dt, dA_cumsum = _glue(_chunk_cumsum, x, dt, A, dt_bias)(dt, A, chunk_size, dt_bias, dt_softplus, dt_min, dt_max)
+    glue = _glue(x)
+    dt, dA_cumsum = glue(_chunk_cumsum)(dt, A, chunk_size, dt_bias, dt_softplus, dt_min, dt_max)
     states = chunk_state(B, x, dt, dA_cumsum)
-    prev_states, final_states = _glue(_between, states, initial_states)(states, dA_cumsum, initial_states, x.dtype)
+    prev_states, final_states = glue(_between)(states, dA_cumsum, initial_states, x.dtype)
     D_kernel = D.float().contiguous() if D is not None and D.dim() == 1 else None
     out = chunk_scan(_bmm_chunk(C, B, chunk_size), x, dt, dA_cumsum, C, prev_states, D_kernel)
     if z is not None or (D is not None and D.dim() == 2):
-        out = _glue(_finish, out, x, D, z)(out, x, D, z)
+        out = glue(_finish)(out, x, D, z)
     return out, final_states
 
 
