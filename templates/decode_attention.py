@@ -153,14 +153,19 @@ def build_decode_attention(
                        dst[p * page_size:(p + 1) * page_size, c * chunk:(c + 1) * chunk])
 
     @T.macro
-    def combine_if_last(O, O_partial, LSE, Semaphore, at, lse_max, lse_sum, weight, acc):
+    def combine_if_last(O, O_partial, LSE, Semaphore, at):
         """The fused combine: the block publishes its partials (a fence, then thread 0 bumps the counter
         ``Semaphore[bz, by]``, acquire-release); the block that counts ``num_splits - 1`` arrivals before its own
         fences, combines every split's partials of its rows (other blocks' writes, read through L2) into ``O`` as
-        :func:`build_combine` does, and zeroes the counter for the next launch. It reuses the split's row
-        fragments. One statement (a loop of one step): pt-tvm schedules a kernel's top-level statements, and a
-        barrier or fence alone would be none."""
+        :func:`build_combine` does, and zeroes the counter for the next launch. The weights go through shared
+        memory so that every thread takes a share of the rows' elements and issues its loads of all splits
+        together (the split's accumulator layout gives the real rows to a sixteenth of the threads, each then
+        waiting on its loads one split at a time). One statement (a loop of one step): pt-tvm schedules a
+        kernel's top-level statements, and a barrier or fence alone would be none."""
         arrived = T.alloc_shared((1,), "int32")
+        weights = T.alloc_shared((rows, num_splits), ACCUM)
+        stats = T.alloc_shared((2, rows), ACCUM)  # each row's largest LSE, then the sum of its splits' weights
+        acc = T.alloc_fragment((rows, dim), ACCUM)
         tx = T.get_thread_binding()
         for _ in T.serial(1):
             T.evaluate(T.call_extern("handle", "__threadfence"))
@@ -170,24 +175,22 @@ def build_decode_attention(
             T.sync_threads()
             if arrived[0] == num_splits - 1:
                 T.evaluate(T.call_extern("handle", "__threadfence"))
-                for i in T.Parallel(block_M):
-                    lse_max[i] = -T.infinity(ACCUM)
-                    for s in T.serial(num_splits):
-                        lse_max[i] = T.max(lse_max[i], LSE[at.bz, at.row(i), at.head(i), s])
-                    lse_sum[i] = 0
-                    for s in T.serial(num_splits):
-                        lse_sum[i] += T.exp2(LSE[at.bz, at.row(i), at.head(i), s] - lse_max[i])
-                for i, d in T.Parallel(block_M, dim):
+                for i, s in T.Parallel(rows, num_splits):
+                    weights[i, s] = LSE[at.bz, at.row(i), at.head(i), s]
+                for i in T.Parallel(rows):
+                    stats[0, i] = -T.infinity(ACCUM)
+                    for s in T.unroll(num_splits):
+                        stats[0, i] = T.max(stats[0, i], weights[i, s])
+                    stats[1, i] = 0
+                    for s in T.unroll(num_splits):
+                        stats[1, i] += T.exp2(weights[i, s] - stats[0, i])
+                for i, s in T.Parallel(rows, num_splits):
+                    weights[i, s] = T.exp2(weights[i, s] - stats[0, i]) / stats[1, i]
+                for i, d in T.Parallel(rows, dim):
                     acc[i, d] = 0
-                for s in T.serial(num_splits):
-                    for i in T.Parallel(block_M):
-                        weight[i] = T.exp2(LSE[at.bz, at.row(i), at.head(i), s] - lse_max[i]) / lse_sum[i]
-                    for i, d in T.Parallel(block_M, dim):
-                        acc[i, d] += T.if_then_else(i < rows, O_partial[at.bz, at.row(i), at.head(i), s, d], 0) \
-                            * weight[i]
-                for i, d in T.Parallel(block_M, dim):
-                    if i < rows:
-                        O[at.bz, i // groups, at.head(i), d] = acc[i, d]
+                    for s in T.unroll(num_splits):
+                        acc[i, d] += O_partial[at.bz, at.row(i), at.head(i), s, d] * weights[i, s]
+                    O[at.bz, i // groups, at.head(i), d] = acc[i, d]
                 if tx == 0:
                     Semaphore[at.bz, at.by] = 0
 
@@ -237,7 +240,7 @@ def build_decode_attention(
                     LSE[at.bz, i // groups, at.head(i), at.bx] = T.if_then_else(
                         logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(ACCUM))
             if fused_combine:
-                combine_if_last(O, O_partial, LSE, Semaphore, at, scores_max, scores_sum, scores_scale, acc_o)
+                combine_if_last(O, O_partial, LSE, Semaphore, at)
 
     def at(seqlens, table, bx, by, bz):
         first = bx * T.ceildiv(T.ceildiv(seqlens[bz], block_N), num_splits) if num_splits > 1 else 0
@@ -290,15 +293,20 @@ def build_decode_attention(
     return decode_attention
 
 
-def build_combine(batch: int, q_len: int, heads: int, dim: int, dtype: str, num_splits: int, threads: int = 128):
+def build_combine(batch: int, q_len: int, heads: int, dim: int, dtype: str, num_splits: int, threads: int = 128,
+                  pdl: bool = False):
     """The second kernel: ``O = sum_s 2^(LSE_s - LSE) O_partial_s`` with ``LSE = log2 sum_s 2^LSE_s``, one
-    block per query row of one head."""
+    block per query row of one head. ``pdl``: launched as a programmatic dependent launch (Hopper and later),
+    its blocks are placed while the split kernel still runs and wait for its partials in
+    ``cudaGridDependencySynchronize``, which hides the launch between the two kernels."""
 
     @T.prim_func
     def decode_combine(O_partial: T.Tensor((batch, q_len, heads, num_splits, dim), ACCUM),
                        LSE: T.Tensor((batch, q_len, heads, num_splits), ACCUM),
                        O: T.Tensor((batch, q_len, heads, dim), dtype)):
         with T.Kernel(heads, q_len, batch, threads=threads) as (bx, by, bz):
+            if pdl:
+                T.pdl_sync()
             lse_max = T.alloc_local((1,), ACCUM)
             lse_sum = T.alloc_local((1,), ACCUM)
             weight = T.alloc_local((1,), ACCUM)
