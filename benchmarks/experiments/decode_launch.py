@@ -11,7 +11,8 @@ from CUDA graphs in one process, every output checked against float32:
 - torch reading the same bytes (a float32 ``sum`` over a tensor of K's and V's size) and copying them.
 
 torch.profiler then gives each kernel's device time over eager calls (the gaps between kernels left out).
-``python -m benchmarks.experiments.decode_launch $OUT`` writes ``decode_launch.json``.
+``python -m benchmarks.experiments.decode_launch $OUT [contiguous]`` writes ``decode_launch[-contiguous].json``;
+``contiguous``: the same config on a contiguous cache, to tell what reading through the block table costs.
 """
 import json
 import os
@@ -19,12 +20,12 @@ import sys
 
 from benchmarks.decode import _config
 
-PROBLEM = dict(_config(1, 16384, 32, 8, "llama3-8b", 1, 16).problem)
+PAGED = dict(_config(1, 16384, 32, 8, "llama3-8b", 1, 16).problem)
 TILE = {"num_splits": 32, "block_N": 64}
 STAGES = 2
 
 
-def _kernels(vdev, template):
+def _kernels(vdev, template, problem):
     """The 2-stage software pipeline at ``TILE`` with the combine kernel and fused, each searched here."""
     from pt_tvm.compiler import schedule_template
     from pt_tvm.plan import Style
@@ -32,7 +33,7 @@ def _kernels(vdev, template):
     out = {}
     for fused in (0, 1):
         result, problem, build = schedule_template("decode_attention", vdev,
-                                                   params={**PROBLEM, **TILE, "fused_combine": fused})
+                                                   params={**problem, **TILE, "fused_combine": fused})
         cand = next(c for c in result.ranked
                     if c.plan.style == Style.SOFTWARE_PIPELINE and c.plan.num_stages == STAGES)
         out[fused] = (template.compile(build(cand), vdev.tvm_target()), cand.seconds * 1e3, problem)
@@ -56,7 +57,7 @@ def _kernel_times(fns, inputs, calls=50):
     return out
 
 
-def run(out_dir: str) -> None:
+def run(out_dir: str, contiguous: bool = False) -> None:
     import torch
 
     from benchmarks.decode import hbm_copy_tbps
@@ -67,7 +68,7 @@ def run(out_dir: str) -> None:
 
     vdev = hw.from_device()
     template = templates.get("decode_attention")
-    kernels = _kernels(vdev, template)
+    kernels = _kernels(vdev, template, {**PAGED, "page_size": 0} if contiguous else PAGED)
     split_kv, predicted, problem = kernels[0]
     fused, fused_predicted, _ = kernels[1]
     p = problem
@@ -111,12 +112,13 @@ def run(out_dir: str) -> None:
             row["kv_tbps"] = kv / (t.ms * 1e-3) / 1e12
             row["copy_peak_fraction"] = row["kv_tbps"] / peak
         rows.append(row)
-    result = {"header": header("python -m benchmarks.experiments.decode_launch $OUT", torch.cuda.get_device_name()),
+    command = "python -m benchmarks.experiments.decode_launch $OUT" + (" contiguous" if contiguous else "")
+    result = {"header": header(command, torch.cuda.get_device_name()),
               "problem": problem, "tile": {**TILE, "num_stages": STAGES}, "timing": way, "copy_peak_tbps": peak,
               "kv_bytes": kv, "predicted_us": {"combine kernel": predicted * 1e3, "fused": fused_predicted * 1e3},
               "rows": rows, "device_us_per_call": device_us,
               "fused second call rel_err": errors["fused combine, second call"]}
-    with open(os.path.join(out_dir, "decode_launch.json"), "w") as f:
+    with open(os.path.join(out_dir, f"decode_launch{'-contiguous' if contiguous else ''}.json"), "w") as f:
         json.dump(result, f, indent=1)
     print(f"{torch.cuda.get_device_name()}; copy peak {peak:.2f} TB/s; {kv / 1e6:.0f} MB of K and V; timing {way}")
     for row in rows:
@@ -128,4 +130,4 @@ def run(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    run(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
+    run(sys.argv[1], "contiguous" in sys.argv[2:])
