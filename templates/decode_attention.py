@@ -595,7 +595,9 @@ DECODE_ATTENTION = DecodeTemplate(
     # specialization folds the elected thread's counter away), which on one H200 ran 4-7% slower at every split
     # count of batch 1 x 64k keys than warp-specialized plans with the combine kernel (75.2 against 70.7 us at 16
     # splits; benchmarks/results/2026-11-26-h200-decode-fused); the model priced the 32-split fused plan at 59.6 us
-    # (measured 78.0) and picked it
+    # (measured 78.0) and picked it. With its combine rewritten (fe761db) the fused 32-split plan of batch 1 x 16k
+    # paged keys ran 1.03x the time of the same plan with the combine kernel on one H100 (30.0 against 29.2 us,
+    # benchmarks/results/2026-11-27-h100-decode-launch; 1.45x before, on one H200)
     tile_space={"block_N": (64, 128), "num_splits": (1, 2, 4, 8, 16, 32), "threads": (128, 256),
                 "fused_combine": (0,)},
     make_inputs=make_inputs,
