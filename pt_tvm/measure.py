@@ -77,8 +77,8 @@ class Queued:
 
 @dataclass(frozen=True)
 class Graphed:
-    """A CUDA graph of one call per input set; a sample is one replay, its per-call time the replay's
-    time over the calls it holds."""
+    """A CUDA graph of calls cycling through the input sets (:func:`capture`); a sample is one replay, its
+    per-call time the replay's time over the calls it holds."""
 
     graph: Any  # torch.cuda.CUDAGraph
     calls_per_sample: int
@@ -94,22 +94,37 @@ class Graphed:
         return [start.elapsed_time(end) / self.calls_per_sample for start, end in events]
 
 
-def capture(fn: Callable[..., Any], sets: Sequence[tuple]) -> Graphed:
-    """Capture ``fn`` once on each input set into one CUDA graph (after a warm-up on a side stream,
-    as ``torch.cuda.graphs`` asks); raises what the capture raised."""
+# A captured graph holds at least this much GPU time a replay (its calls cycling through the input sets), at most
+# MAX_GRAPH_CALLS calls: a replay's own launch costs about 3 us on the device (one H100, 2026-11-27:
+# benchmarks/results/2026-11-27-h100-graph-calls), which a graph of two 29 us calls added to each call as 1.6 us
+REPLAY_MIN_MS = 0.5
+MAX_GRAPH_CALLS = 64
+
+
+def capture(fn: Callable[..., Any], sets: Sequence[tuple], min_replay_ms: float = REPLAY_MIN_MS) -> Graphed:
+    """Capture ``fn`` into one CUDA graph, once on each input set, the sets repeated until the graph holds about
+    ``min_replay_ms`` of calls (their time taken from a warm call; :data:`MAX_GRAPH_CALLS` at most), after a
+    warm-up on a side stream as ``torch.cuda.graphs`` asks; raises what the capture raised."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.cuda.stream(side):
         for inputs in sets[:2]:
             fn(*inputs)
+        start.record()
+        fn(*sets[0])
+        end.record()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
+    most = max(1, MAX_GRAPH_CALLS // len(sets))
+    repeats = min(most, max(1, math.ceil(min_replay_ms / max(start.elapsed_time(end) * len(sets), 1e-3))))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for inputs in sets:
-            fn(*inputs)
+        for _ in range(repeats):
+            for inputs in sets:
+                fn(*inputs)
     torch.cuda.synchronize()
-    return Graphed(graph, len(sets))
+    return Graphed(graph, repeats * len(sets))
 
 
 def _summary(times: list[float], calls: int) -> Timing:
@@ -190,10 +205,10 @@ def time_interleaved(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple
 def time_replayed(fns: Mapping[str, Callable[..., Any]], sets: Sequence[tuple], rounds: int = 5,
                   warmup_ms: float = 100.0, round_ms: float = 100.0,
                   settle_ms: float = 0.0) -> tuple[str, dict[str, Timing]]:
-    """(way, timings): every callable replayed from a CUDA graph of one call per input set (``GRAPH``), as the
-    benchmarks' headline times them; if any capture fails, all are timed queued (``QUEUED``), so the
-    callables are always compared one way. Where calls are short, queued timing measures the host's launch
-    path, which is the same for every plan of a template, and ties them."""
+    """(way, timings): every callable replayed from a CUDA graph of calls cycling through the input sets
+    (``GRAPH``, :func:`capture`), as the benchmarks' headline times them; if any capture fails, all are timed
+    queued (``QUEUED``), so the callables are always compared one way. Where calls are short, queued timing
+    measures the host's launch path, which is the same for every plan of a template, and ties them."""
     try:
         graphs = {name: capture(fn, sets) for name, fn in fns.items()}
     except Exception:  # a callable that cannot be captured: compare all of them queued

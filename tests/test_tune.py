@@ -79,6 +79,24 @@ def test_candidates_are_timed_replayed_and_all_queued_if_one_cannot_be_captured(
     assert way == measure.QUEUED and got["a"].ms == got["b"].ms == 9.0
 
 
+@pytest.mark.gpu
+def test_a_graph_of_short_calls_repeats_its_input_sets():
+    """A captured graph holds about ``REPLAY_MIN_MS`` of calls, the sets repeated, so that a replay's own launch
+    weighs little on each call; a call longer than that is captured once per set."""
+    import torch
+
+    from pt_tvm import measure
+
+    x = torch.randn(1 << 16, device="cuda")
+    sets = [(x,), (x.clone(),)]
+    short = measure.capture(lambda t: t.mul_(1.0), sets)
+    assert short.calls_per_sample > 2 and short.calls_per_sample % 2 == 0
+    assert short.calls_per_sample <= measure.MAX_GRAPH_CALLS
+    assert measure.capture(lambda t: t.mul_(1.0), sets, min_replay_ms=0.0).calls_per_sample == 2
+    a = torch.randn(8192, 8192, device="cuda")  # 1.1 TFLOP in float32: milliseconds on any GPU
+    assert measure.capture(lambda m: m @ m, [(a,), (a,)]).calls_per_sample == 2
+
+
 def test_candidates_settle_before_each_timed_round(monkeypatch):
     """Each candidate runs ``settle_ms`` of untimed calls before each of its timed rounds, as the benchmarks time
     systems: on a GPU at its power cap a plan is otherwise timed at the clock the plan before it left."""

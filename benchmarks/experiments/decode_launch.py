@@ -8,7 +8,9 @@ from CUDA graphs in one process, every output checked against float32:
 - the call with the combine launched as a programmatic dependent launch (``build_combine(pdl=True)``): its
   blocks are placed while the split kernel runs and wait for the partials on the device;
 - the fused combine (the last block of each KV head combines; no second kernel) at the same tile and depth;
-- torch reading the same bytes (a float32 ``sum`` over a tensor of K's and V's size) and copying them.
+- torch reading the same bytes (a float32 ``sum`` over a tensor of K's and V's size) and copying them;
+- the call and the split kernel from graphs of one call per input set, as :func:`pt_tvm.measure.capture` made
+  them before it repeated the sets (a replay's own launch then weighs on two calls).
 
 torch.profiler then gives each kernel's device time over eager calls (the gaps between kernels left out).
 ``python -m benchmarks.experiments.decode_launch $OUT [contiguous]`` writes ``decode_launch[-contiguous].json``;
@@ -63,7 +65,7 @@ def run(out_dir: str, contiguous: bool = False) -> None:
     from benchmarks.decode import hbm_copy_tbps
     from benchmarks.suite import header
     from pt_tvm import hw, templates
-    from pt_tvm.measure import REL_TOL, input_sets, rel_err, time_replayed
+    from pt_tvm.measure import GRAPH, REL_TOL, capture, input_sets, rel_err, time_samplers
     from pt_tvm.templates.decode_attention import SplitKV, build_combine, kv_bytes
 
     vdev = hw.from_device()
@@ -99,12 +101,16 @@ def run(out_dir: str, contiguous: bool = False) -> None:
     errors = {name: rel_err(systems[name](*check, None), ref) for name in list(systems)[:3]}
     errors["fused combine, second call"] = rel_err(fused(*make(98)), template.reference(*make(98), **problem))
     tol = REL_TOL[problem["dtype"]]
-    way, times = time_replayed(systems, sets, rounds=7, round_ms=100.0, settle_ms=200.0)
+    graphs = {name: capture(fn, sets) for name, fn in systems.items()}
+    for name in ("call (split + combine)", "split kernel alone"):  # as captured before REPLAY_MIN_MS
+        graphs[f"{name}, {len(sets)} calls a graph"] = capture(systems[name], sets, min_replay_ms=0.0)
+    way, times = GRAPH, time_samplers(graphs, rounds=7, round_ms=100.0, settle_ms=200.0)
     peak = hbm_copy_tbps()
     device_us = _kernel_times({k: systems[k] for k in list(systems)[:3]}, sets[0])
     rows = []
     for name, t in times.items():
-        row = {"system": name, "us": t.ms * 1e3, "p20_us": t.p20 * 1e3, "p80_us": t.p80 * 1e3}
+        row = {"system": name, "us": t.ms * 1e3, "p20_us": t.p20 * 1e3, "p80_us": t.p80 * 1e3,
+               "graph_calls": graphs[name].calls_per_sample}
         if name in errors:
             row["rel_err"] = errors[name]
             row["valid"] = errors[name] <= tol
@@ -124,7 +130,8 @@ def run(out_dir: str, contiguous: bool = False) -> None:
     for row in rows:
         extra = f"  {row['copy_peak_fraction']:.0%} of the copy peak" if "copy_peak_fraction" in row else ""
         err = f"  rel_err {row['rel_err']:.1e}" if "rel_err" in row else ""
-        print(f"{row['system']:26} {row['us']:7.1f} us ({row['p20_us']:.1f}-{row['p80_us']:.1f}){extra}{err}")
+        print(f"{row['system']:42} {row['us']:7.1f} us ({row['p20_us']:.1f}-{row['p80_us']:.1f}), "
+              f"{row['graph_calls']} calls a graph{extra}{err}")
     for name, kernels_us in device_us.items():
         print(f"{name}: " + ", ".join(f"{k} {v:.1f} us" for k, v in kernels_us.items()))
 
