@@ -497,8 +497,13 @@ def flops(problem: Mapping[str, Any]) -> float:
     return 4.0 * p["batch"] * p["heads"] * p["dim"] * pairs
 
 
-_COMBINE_FIXED_S = 4e-6  # model: a dependent kernel's launch gap plus its serial loads; the GPU script measures it
-_FUSED_FIXED_S = 1e-6  # model, a guess to measure: the fused combine's counter (fences, an atomic's L2 round trip)
+# Fitted on one H100 (benchmarks/results/2026-11-27-h100-graph-calls, batch 1 x 16k keys in 32 splits, LLaMA-3-8B
+# heads): the combine kernel took 1.6 us of device time with a gap of about 0.3 us before it, of which its partials'
+# traffic is 0.3 (the rest: its serial loads and the dependent launch); the fused kernel 3.0 us more than the split
+# kernel, of which the last block's reads of its partials are 0.9 (the rest: every block's fences and counter, the
+# last block's combine). The decode slice's picks are those of the earlier 4 and 1 us, on the H100 and the H200.
+_COMBINE_FIXED_S = 1.6e-6
+_FUSED_FIXED_S = 2.1e-6
 
 
 def combine_seconds(problem: Mapping[str, Any], tile: Mapping[str, Any], vdev: Any) -> float:

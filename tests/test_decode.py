@@ -80,18 +80,25 @@ def test_combine_is_a_separate_kernel_without_a_pipelined_loop():
 
 
 # ---------------------------------------------------------------- the search over splits
-def _best_splits(batch: int, kv_len: int) -> int:
+def _split_prices(batch: int, kv_len: int) -> dict[int, float]:
+    """The best price of each split count (block_N 128) at ``batch`` x ``kv_len`` keys on an H100."""
     tiles = [{"block_N": 128, "num_splits": s, "threads": 128} for s in (1, 4, 16)]
     result, _, _ = schedule_template("decode_attention", "h100", params={"batch": batch, "kv_len": kv_len},
                                      tiles=tiles)
-    return result.best.plan.tile["num_splits"]
+    prices: dict[int, float] = {}
+    for c in result.ranked:
+        prices.setdefault(c.plan.tile["num_splits"], c.seconds)
+    return prices
 
 
 def test_search_splits_a_small_batch_and_not_a_large_one():
-    """At 32k keys, batch 1 x 8 KV heads is 8 blocks per split: the model splits to fill the SMs; batch 128 is
-    1024 blocks already, where splitting only adds the combine."""
-    one, many = _best_splits(1, 32768), _best_splits(128, 32768)
-    assert one == 16 and many == 1
+    """At 32k keys, batch 1 x 8 KV heads is 8 blocks per split: the model splits to fill the SMs (16 splits, 8x
+    faster than one); batch 128 is 1024 blocks already, where the split counts price within 1% of each other (the
+    combine's traffic is 0.4% of the cache's; on one H200 the suite's batch-128 kv-16k plan of 32 splits read at
+    102% of the copy peak)."""
+    one, many = _split_prices(1, 32768), _split_prices(128, 32768)
+    assert min(one, key=one.get) == 16 and one[1] > 4 * one[16]
+    assert max(many.values()) < 1.01 * min(many.values())
 
 
 def test_split_tiles_pay_for_the_combine():
@@ -101,14 +108,15 @@ def test_split_tiles_pay_for_the_combine():
     assert 0 < eight < combine_seconds(problem, {**tile, "num_splits": 32}, H100)
 
 
-def test_a_fused_combine_costs_less_than_a_combine_kernel_for_a_small_batch():
-    """Batch 1 of 32k keys in 16 splits: a combine kernel costs a dependent launch (4 us in the model) for 264 KB
-    of partials; fused, each of the 8 last blocks reads its 4 rows' 33 KB from L2 on its own SM, after one
-    counter round trip."""
-    problem, tile = T.resolve(batch=1, kv_len=32768, num_splits=16)
+def test_the_fused_combine_is_priced_above_the_combine_kernel_at_batch_1_as_measured():
+    """Batch 1 of 16k keys in 32 splits (LLaMA-3-8B heads): on one H100 the fused kernel took 3.0 us more device
+    time than the split kernel, the combine kernel 1.6 us and a gap of about 0.3
+    (benchmarks/results/2026-11-27-h100-graph-calls); the model prices them so, each within 0.2 us."""
+    problem, tile = T.resolve(batch=1, kv_len=16384, heads=32, kv_heads=8, dtype="bfloat16", num_splits=32)
     separate = combine_seconds(problem, tile, H100)
     fused = combine_seconds(problem, {**tile, "fused_combine": 1}, H100)
-    assert 0 < fused < separate / 2
+    assert separate < fused
+    assert abs(separate - 1.9e-6) < 0.2e-6 and abs(fused - 3.0e-6) < 0.2e-6
 
 
 def test_the_fused_combine_is_searched_when_pinned_with_several_splits_only():
