@@ -95,8 +95,9 @@ class Graphed:
 
 
 # A captured graph holds at least this much GPU time a replay (its calls cycling through the input sets), at most
-# MAX_GRAPH_CALLS calls: a replay's own launch costs about 3 us on the device (one H100, 2026-11-27:
-# benchmarks/results/2026-11-27-h100-graph-calls), which a graph of two 29 us calls added to each call as 1.6 us
+# MAX_GRAPH_CALLS calls: a replay's own launch costs about 3 us on the device, which graphs of two calls charged to
+# each as about 1.5 us (one H100, 2026-11-27: a decode kernel 27.3 us a call from graphs of 2, 26.0 from graphs of
+# 16; benchmarks/results/2026-11-27-h100-graph-calls)
 REPLAY_MIN_MS = 0.5
 MAX_GRAPH_CALLS = 64
 
