@@ -96,7 +96,7 @@ def build_decode_attention(
         ``table``. The macros take this object and write its expressions inline (a PrimExpr macro argument
         would become a let, which plan rewriting does not keep)."""
 
-        seqlen: Any  # cache_seqlens[bz]
+        seqlen: Any  # cache_seqlens[bz], loaded once
         first: Any  # the split's first key block: the splits share a sequence's blocks evenly
         table: Any
         bx: Any
@@ -195,7 +195,7 @@ def build_decode_attention(
                     Semaphore[at.bz, at.by] = 0
 
     @T.macro
-    def split_program(Q, K, V, O, O_partial, LSE, Semaphore, at):
+    def split_blocks(Q, K, V, O, O_partial, LSE, Semaphore, at):
         Q_shared = T.alloc_shared((block_M, dim), dtype)
         K_shared = T.alloc_shared((block_N, dim), dtype)
         V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -242,9 +242,20 @@ def build_decode_attention(
             if fused_combine:
                 combine_if_last(O, O_partial, LSE, Semaphore, at)
 
-    def at(seqlens, table, bx, by, bz):
-        first = bx * T.ceildiv(T.ceildiv(seqlens[bz], block_N), num_splits) if num_splits > 1 else 0
-        return At(seqlens[bz], first, table, bx, by, bz)
+    def locate(seqlen, table, bx, by, bz):
+        first = bx * T.ceildiv(T.ceildiv(seqlen, block_N), num_splits) if num_splits > 1 else 0
+        return At(seqlen, first, table, bx, by, bz)
+
+    @T.macro
+    def split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, table, bx, by, bz):
+        """The sequence's length is loaded into a register first: its load, on which every key block's address
+        depends, is then in flight with the query rows' loads instead of after them."""
+        if num_splits > 1 and not fused_combine:
+            for _ in T.serial(1):  # a statement pt-tvm schedules (a bare call would be none)
+                T.pdl_trigger()
+        seqlen = T.alloc_local((1,), "int32")
+        seqlen[0] = cache_seqlens[bz]
+        split_blocks(Q, K, V, O, O_partial, LSE, Semaphore, locate(seqlen[0], table, bx, by, bz))
 
     grid = (num_splits, kv_heads, batch)
     if not paged and num_splits == 1:
@@ -252,28 +263,28 @@ def build_decode_attention(
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, None, None, None, at(cache_seqlens, None, bx, by, bz))
+                split_program(Q, K, V, O, None, None, None, cache_seqlens, None, bx, by, bz)
     elif not paged and not fused_combine:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), O_partial: T.Tensor(part_shape, ACCUM),
                              LSE: T.Tensor(lse_shape, ACCUM)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, None, O_partial, LSE, None, at(cache_seqlens, None, bx, by, bz))
+                split_program(Q, K, V, None, O_partial, LSE, None, cache_seqlens, None, bx, by, bz)
     elif num_splits == 1:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
                              O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, None, None, None, at(cache_seqlens, block_table, bx, by, bz))
+                split_program(Q, K, V, O, None, None, None, cache_seqlens, block_table, bx, by, bz)
     elif not fused_combine:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
                              O_partial: T.Tensor(part_shape, ACCUM), LSE: T.Tensor(lse_shape, ACCUM)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, None, O_partial, LSE, None, at(cache_seqlens, block_table, bx, by, bz))
+                split_program(Q, K, V, None, O_partial, LSE, None, cache_seqlens, block_table, bx, by, bz)
     elif not paged:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -281,7 +292,7 @@ def build_decode_attention(
                              LSE: T.Tensor(lse_shape, ACCUM), Semaphore: T.Tensor(sem_shape, "int32"),
                              O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, None, bx, by, bz))
+                split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, None, bx, by, bz)
     else:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -289,41 +300,41 @@ def build_decode_attention(
                              O_partial: T.Tensor(part_shape, ACCUM), LSE: T.Tensor(lse_shape, ACCUM),
                              Semaphore: T.Tensor(sem_shape, "int32"), O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, block_table, bx, by, bz))
+                split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, block_table, bx, by, bz)
     return decode_attention
 
 
-def build_combine(batch: int, q_len: int, heads: int, dim: int, dtype: str, num_splits: int, threads: int = 128,
-                  pdl: bool = False):
+def build_combine(batch: int, q_len: int, heads: int, dim: int, dtype: str, num_splits: int, pdl: bool = False):
     """The second kernel: ``O = sum_s 2^(LSE_s - LSE) O_partial_s`` with ``LSE = log2 sum_s 2^LSE_s``, one
-    block per query row of one head. ``pdl``: launched as a programmatic dependent launch (Hopper and later),
-    its blocks are placed while the split kernel still runs and wait for its partials in
+    block per query row of one head, a thread per element: each thread issues its loads of every split's LSE and
+    partial together, so the kernel waits on memory once. ``pdl``: launched as a programmatic dependent launch
+    (Hopper and later), its blocks are placed while the split kernel still runs and wait for its partials in
     ``cudaGridDependencySynchronize``, which hides the launch between the two kernels."""
 
     @T.prim_func
     def decode_combine(O_partial: T.Tensor((batch, q_len, heads, num_splits, dim), ACCUM),
                        LSE: T.Tensor((batch, q_len, heads, num_splits), ACCUM),
                        O: T.Tensor((batch, q_len, heads, dim), dtype)):
-        with T.Kernel(heads, q_len, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(heads, q_len, batch, threads=dim) as (bx, by, bz):
             if pdl:
                 T.pdl_sync()
-            lse_max = T.alloc_local((1,), ACCUM)
-            lse_sum = T.alloc_local((1,), ACCUM)
-            weight = T.alloc_local((1,), ACCUM)
-            acc = T.alloc_fragment((dim,), ACCUM)
-            lse_max[0] = -T.infinity(ACCUM)
-            for s in T.serial(num_splits):
-                lse_max[0] = T.max(lse_max[0], LSE[bz, by, bx, s])
-            lse_sum[0] = 0
-            for s in T.serial(num_splits):
-                lse_sum[0] += T.exp2(LSE[bz, by, bx, s] - lse_max[0])
-            T.clear(acc)
-            for s in T.serial(num_splits):
-                weight[0] = T.exp2(LSE[bz, by, bx, s] - lse_max[0]) / lse_sum[0]
-                for d in T.Parallel(dim):
-                    acc[d] += O_partial[bz, by, bx, s, d] * weight[0]
-            for d in T.Parallel(dim):
-                O[bz, by, bx, d] = acc[d]
+            d = T.get_thread_binding()
+            lse = T.alloc_local((num_splits,), ACCUM)
+            part = T.alloc_local((num_splits,), ACCUM)
+            stats = T.alloc_local((3,), ACCUM)  # the largest LSE, the sum of the weights, the weighted sum
+            for s in T.unroll(num_splits):
+                lse[s] = LSE[bz, by, bx, s]
+                part[s] = O_partial[bz, by, bx, s, d]
+            stats[0] = -T.infinity(ACCUM)
+            for s in T.unroll(num_splits):
+                stats[0] = T.max(stats[0], lse[s])
+            stats[1] = 0
+            stats[2] = 0
+            for s in T.unroll(num_splits):
+                lse[s] = T.exp2(lse[s] - stats[0])
+                stats[1] += lse[s]
+                stats[2] += part[s] * lse[s]
+            O[bz, by, bx, d] = stats[2] / stats[1]
 
     return decode_combine
 
