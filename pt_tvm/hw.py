@@ -201,7 +201,8 @@ class VDevice:
     eu : EU
     features : frozenset[str]
         Emission capabilities: ``warp_specialization`` (WSSchedule with TMA
-        producer and setmaxnreg), ``software_pipeline`` (T.Pipelined order/stage).
+        producer and setmaxnreg), ``software_pipeline`` (T.Pipelined order/stage), ``pdl`` (programmatic
+        dependent launch: a kernel's blocks placed while the one before it still runs).
     description : str
     """
 
@@ -268,7 +269,7 @@ class VDevice:
             raise HardwareError(f"malformed chip description: {e}") from None
 
 
-FEATURES = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg"})
+FEATURES = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl"})
 """Emission capabilities a chip may list (see :class:`VDevice`)."""
 _REQUIRED_SEUS = (SEUKind.LSU, SEUKind.TENSOR_CORE, SEUKind.CUDA_CORE)
 
@@ -356,7 +357,7 @@ _HOPPER_EU = EU(
     reg_alloc_granularity=8,
     min_regs_per_thread=24,  # setmaxnreg accepts 24..256 (PTX ISA 8.x)
 )
-_HOPPER = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg"})
+_HOPPER = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl"})
 
 H100 = VDevice(
     name="h100",

@@ -35,6 +35,8 @@ from typing import Any, Mapping
 import tilelang
 import tilelang.language as T
 import torch
+import tvm
+from tilelang.contrib.nvcc import have_pdl
 
 from .base import FAST_MATH, Template, TemplateError
 from .online_softmax import ACCUM, LOG2E, guard_empty_rows, rescale_and_exponentiate, update_max
@@ -67,12 +69,14 @@ def kv_bytes(problem: Mapping[str, Any]) -> float:
 def build_decode_attention(
     batch: int, q_len: int, heads: int, kv_heads: int, kv_len: int, dim: int, dtype: str, page_size: int,
     num_pages: int, softmax_scale: float, block_N: int, num_splits: int, threads: int, num_stages: int,
-    fused_combine: int = 0,
+    fused_combine: int = 0, pdl: int = 0,
 ):
     """The split kernel: ``O`` (``num_splits == 1``) or ``O_partial``/``LSE`` (one entry per split) for every
     query row of every head. ``page_size == 0`` reads a contiguous cache, otherwise a paged one; the scores are
     scaled by ``softmax_scale``. ``fused_combine``: the last block of each sequence and KV head to finish (counted
-    in ``Semaphore``) also combines the partials into ``O``, with no second kernel."""
+    in ``Semaphore``) also combines the partials into ``O``, with no second kernel. ``pdl``: the blocks trigger
+    the dependent launch first, so that the combine kernel, launched as a programmatic dependent launch, is placed
+    while they run."""
     groups = heads // kv_heads
     rows = q_len * groups
     block_M = _ROW_TILE * math.ceil(rows / _ROW_TILE)
@@ -96,7 +100,7 @@ def build_decode_attention(
         ``table``. The macros take this object and write its expressions inline (a PrimExpr macro argument
         would become a let, which plan rewriting does not keep)."""
 
-        seqlen: Any  # cache_seqlens[bz], loaded once
+        seqlen: Any  # cache_seqlens[bz]
         first: Any  # the split's first key block: the splits share a sequence's blocks evenly
         table: Any
         bx: Any
@@ -248,14 +252,10 @@ def build_decode_attention(
 
     @T.macro
     def split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, table, bx, by, bz):
-        """The sequence's length is loaded into a register first: its load, on which every key block's address
-        depends, is then in flight with the query rows' loads instead of after them."""
-        if num_splits > 1 and not fused_combine:
+        if pdl:
             for _ in T.serial(1):  # a statement pt-tvm schedules (a bare call would be none)
                 T.pdl_trigger()
-        seqlen = T.alloc_local((1,), "int32")
-        seqlen[0] = cache_seqlens[bz]
-        split_blocks(Q, K, V, O, O_partial, LSE, Semaphore, locate(seqlen[0], table, bx, by, bz))
+        split_blocks(Q, K, V, O, O_partial, LSE, Semaphore, locate(cache_seqlens[bz], table, bx, by, bz))
 
     grid = (num_splits, kv_heads, batch)
     if not paged and num_splits == 1:
@@ -404,6 +404,10 @@ def _check_tile(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if tile["fused_combine"] not in (0, 1):
         raise _fail("fused_combine", f"must be 0 (a combine kernel) or 1 (the last block combines), got "
                                      f"{tile['fused_combine']!r}")
+    if tile["pdl"] not in (0, 1):
+        raise _fail("pdl", f"must be 0 or 1 (the combine kernel a programmatic dependent launch), got {tile['pdl']!r}")
+    if tile["pdl"] and (tile["num_splits"] == 1 or tile["fused_combine"]):
+        raise _fail("pdl", "=1 needs the combine kernel (num_splits > 1 and fused_combine=0)")
     if tile["fused_combine"] and tile["num_splits"] == 1:
         raise _fail("fused_combine", "=1 needs num_splits > 1 (one split writes O itself: nothing to combine)")
     if not _power_of_two(tile["block_N"]) or tile["block_N"] < 16:
@@ -429,13 +433,13 @@ def scale_of(problem: Mapping[str, Any]) -> float:
 
 
 def _build(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size, num_pages, ragged, softmax_scale, block_N,
-           num_splits, threads, fused_combine, num_stages):
+           num_splits, threads, fused_combine, pdl, num_stages):
     """``Template.builder``: the split kernel (``ragged`` only shapes the inputs)."""
     problem = dict(batch=batch, kv_len=kv_len, dim=dim, page_size=page_size, num_pages=num_pages,
                    softmax_scale=softmax_scale)
     return build_decode_attention(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size,
                                   pool_pages(problem) if page_size else 0, scale_of(problem), block_N, num_splits,
-                                  threads, num_stages, fused_combine)
+                                  threads, num_stages, fused_combine, pdl)
 
 
 def make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -540,6 +544,15 @@ class DecodeTemplate(Template):
     combine kernel; :meth:`compile` returns one callable running both, or the split kernel alone where it
     combines itself (``fused_combine``)."""
 
+    def tile_candidates(self, problem: Mapping[str, Any], features: frozenset = frozenset(),
+                        pins: Mapping[str, Any] | None = None) -> list[dict]:
+        """:meth:`Template.tile_candidates`, ``pdl`` the chip's to choose unless pinned: 1 where it launches
+        dependents programmatically (``pdl`` among its ``features``) and the tile has a combine kernel, else 0."""
+        tiles = Template.tile_candidates(self, problem, features, pins)
+        if "pdl" in (pins or {}):
+            return tiles
+        return [t for t in tiles if t["pdl"] == ("pdl" in features and t["num_splits"] > 1 and not t["fused_combine"])]
+
     def compile(self, func: Any, target: Any) -> Any:
         params = {str(b.name): b for b in func.buffer_map.values()}
         if "LSE" not in params:
@@ -549,7 +562,8 @@ class DecodeTemplate(Template):
             return FusedSplitKV(kernel, tuple(int(x) for x in params["Semaphore"].shape))
         split = Template.compile(replace(self, out_idx=(-2, -1)), func, target)
         batch, q_len, heads, splits, dim = (int(x) for x in params["O_partial"].shape)
-        combine = tilelang.compile(build_combine(batch, q_len, heads, dim, str(params["Q"].dtype), splits),
+        pdl = have_pdl(target if isinstance(target, tvm.target.Target) else tvm.target.Target(target))
+        combine = tilelang.compile(build_combine(batch, q_len, heads, dim, str(params["Q"].dtype), splits, pdl),
                                    out_idx=[-1], target=target, pass_configs=dict(self.pass_configs))
         return SplitKV(split, combine)
 
@@ -606,7 +620,7 @@ DECODE_ATTENTION = DecodeTemplate(
     reference=reference,
     problem={"batch": 4, "q_len": 1, "heads": 32, "kv_heads": 8, "kv_len": 8192, "dim": 128, "dtype": "float16",
              "page_size": 0, "num_pages": 0, "ragged": False, "softmax_scale": 0.0},
-    tile={"block_N": 64, "num_splits": 1, "threads": 128, "fused_combine": 0},
+    tile={"block_N": 64, "num_splits": 1, "threads": 128, "fused_combine": 0, "pdl": 0},
     # fused_combine=1 is searched only when pinned: its plans are software pipelines (TileLang's warp
     # specialization folds the elected thread's counter away), which on one H200 ran 4-7% slower at every split
     # count of batch 1 x 64k keys than warp-specialized plans with the combine kernel (75.2 against 70.7 us at 16
@@ -615,7 +629,7 @@ DECODE_ATTENTION = DecodeTemplate(
     # paged keys ran 1.03x the time of the same plan with the combine kernel on one H100 (30.0 against 29.2 us,
     # benchmarks/results/2026-11-27-h100-decode-launch; 1.45x before, on one H200)
     tile_space={"block_N": (64, 128), "num_splits": (1, 2, 4, 8, 16, 32), "threads": (128, 256),
-                "fused_combine": (0,)},
+                "fused_combine": (0,), "pdl": (0, 1)},
     make_inputs=make_inputs,
     flops=flops,
     out_idx=(-1,),

@@ -79,6 +79,38 @@ def test_combine_is_a_separate_kernel_without_a_pipelined_loop():
     assert "decode_combine_kernel" in src
 
 
+def test_the_combine_kernel_issues_every_splits_loads_before_it_computes():
+    """A thread per element loads its LSE and partial of every split in one unrolled loop, before the first
+    exponential: the kernel waits on memory once (it loaded the LSEs, exponentiated them, then loaded the
+    partials: two waits, 1.6 us of device time on one H100)."""
+    func = build_combine(batch=1, q_len=1, heads=32, dim=128, dtype="bfloat16", num_splits=32)
+    src = lower_planned(func, H100.tvm_target(), T.pass_configs).kernel_source
+    body = src[src.index("decode_combine_kernel("):]
+    first = body[body.index("#pragma unroll"):body.index("exp2")]
+    assert "LSE[" in first and "O_partial[" in first
+    assert "__launch_bounds__(128" in src  # a thread per element of dim 128
+
+
+def test_programmatic_dependent_launch_is_the_chips_to_choose():
+    """On a chip with ``pdl`` every tile with a combine kernel triggers it (``pdl=1``): the split kernel's first
+    statement, the combine waiting for the partials on the device; elsewhere, and with one split or a fused
+    combine, none. A pin keeps its value."""
+    problem, _ = T.resolve_problem(batch=1, kv_len=16384)
+    for chip in ("h100", "a100"):
+        tiles = T.tile_candidates(problem, hw.get(chip).features)
+        assert {t["pdl"] for t in tiles if t["num_splits"] > 1} == ({1} if chip == "h100" else {0})
+        assert {t["pdl"] for t in tiles if t["num_splits"] == 1} == {0}
+    assert {t["pdl"] for t in T.tile_candidates(problem, H100.features, {"pdl": 0, "num_splits": 4})} == {0}
+    with pytest.raises(TemplateError, match="'pdl'.*needs the combine kernel"):
+        T.resolve(num_splits=1, pdl=1)
+    problem, tile = T.resolve(batch=2, kv_len=4096, num_splits=4, pdl=1)
+    src = lower_planned(T.build(**problem, **tile), H100.tvm_target(), T.pass_configs).kernel_source
+    body = src[src.index("__launch_bounds__"):]
+    assert "cudaTriggerProgrammaticLaunchCompletion();" in body.split("cache_seqlens[")[0]
+    problem, tile = T.resolve(batch=2, kv_len=4096, num_splits=4)
+    assert "Programmatic" not in lower(T.build(**problem, **tile), "a100", pass_configs=T.pass_configs).kernel_source
+
+
 # ---------------------------------------------------------------- the search over splits
 def _split_prices(batch: int, kv_len: int) -> dict[int, float]:
     """The best price of each split count (block_N 128) at ``batch`` x ``kv_len`` keys on an H100."""
@@ -462,6 +494,7 @@ def test_split_template_compiles_to_split_and_combine_kernels():
     assert isinstance(kernel, SplitKV)
     assert "decode_attention_kernel" in kernel.get_kernel_source()
     assert "decode_combine_kernel" in kernel.get_kernel_source()
+    assert "cudaGridDependencySynchronize" in kernel.combine.get_kernel_source()  # Hopper: a dependent launch
 
 
 # ---------------------------------------------------------------- the decode suite
