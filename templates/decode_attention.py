@@ -514,9 +514,11 @@ def flops(problem: Mapping[str, Any]) -> float:
 
 # Fitted on one H100 (benchmarks/results/2026-11-27-h100-graph-calls, batch 1 x 16k keys in 32 splits, LLaMA-3-8B
 # heads): the combine kernel took 1.6 us of device time with a gap of about 0.3 us before it, of which its partials'
-# traffic is 0.3 (the rest: its serial loads and the dependent launch); the fused kernel 3.0 us more than the split
+# traffic is 0.3 (the rest: its launch and its loads' round trip); the fused kernel 3.0 us more than the split
 # kernel, of which the last block's reads of its partials are 0.9 (the rest: every block's fences and counter, the
 # last block's combine). The decode slice's picks are those of the earlier 4 and 1 us, on the H100 and the H200.
+# Launched as a dependent launch that the split kernel triggers (``pdl``), the combine adds 1.4 us to the call on
+# the H100 (benchmarks/results/2026-11-27-h100-decode-pdl): these constants are the plain launch's, 0.4 us high there.
 _COMBINE_FIXED_S = 1.6e-6
 _FUSED_FIXED_S = 2.1e-6
 
