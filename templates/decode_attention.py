@@ -199,7 +199,10 @@ def build_decode_attention(
                     Semaphore[at.bz, at.by] = 0
 
     @T.macro
-    def split_blocks(Q, K, V, O, O_partial, LSE, Semaphore, at):
+    def split_program(Q, K, V, O, O_partial, LSE, Semaphore, at):
+        if pdl:
+            for _ in T.serial(1):  # a statement pt-tvm schedules (a bare call would be none)
+                T.pdl_trigger()
         Q_shared = T.alloc_shared((block_M, dim), dtype)
         K_shared = T.alloc_shared((block_N, dim), dtype)
         V_shared = T.alloc_shared((block_N, dim), dtype)
@@ -246,16 +249,9 @@ def build_decode_attention(
             if fused_combine:
                 combine_if_last(O, O_partial, LSE, Semaphore, at)
 
-    def locate(seqlen, table, bx, by, bz):
-        first = bx * T.ceildiv(T.ceildiv(seqlen, block_N), num_splits) if num_splits > 1 else 0
-        return At(seqlen, first, table, bx, by, bz)
-
-    @T.macro
-    def split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, table, bx, by, bz):
-        if pdl:
-            for _ in T.serial(1):  # a statement pt-tvm schedules (a bare call would be none)
-                T.pdl_trigger()
-        split_blocks(Q, K, V, O, O_partial, LSE, Semaphore, locate(cache_seqlens[bz], table, bx, by, bz))
+    def at(seqlens, table, bx, by, bz):
+        first = bx * T.ceildiv(T.ceildiv(seqlens[bz], block_N), num_splits) if num_splits > 1 else 0
+        return At(seqlens[bz], first, table, bx, by, bz)
 
     grid = (num_splits, kv_heads, batch)
     if not paged and num_splits == 1:
@@ -263,28 +259,28 @@ def build_decode_attention(
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, None, None, None, cache_seqlens, None, bx, by, bz)
+                split_program(Q, K, V, O, None, None, None, at(cache_seqlens, None, bx, by, bz))
     elif not paged and not fused_combine:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), O_partial: T.Tensor(part_shape, ACCUM),
                              LSE: T.Tensor(lse_shape, ACCUM)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, None, O_partial, LSE, None, cache_seqlens, None, bx, by, bz)
+                split_program(Q, K, V, None, O_partial, LSE, None, at(cache_seqlens, None, bx, by, bz))
     elif num_splits == 1:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
                              O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, None, None, None, cache_seqlens, block_table, bx, by, bz)
+                split_program(Q, K, V, O, None, None, None, at(cache_seqlens, block_table, bx, by, bz))
     elif not fused_combine:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
                              cache_seqlens: T.Tensor((batch,), "int32"), block_table: T.Tensor(table_shape, "int32"),
                              O_partial: T.Tensor(part_shape, ACCUM), LSE: T.Tensor(lse_shape, ACCUM)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, None, O_partial, LSE, None, cache_seqlens, block_table, bx, by, bz)
+                split_program(Q, K, V, None, O_partial, LSE, None, at(cache_seqlens, block_table, bx, by, bz))
     elif not paged:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -292,7 +288,7 @@ def build_decode_attention(
                              LSE: T.Tensor(lse_shape, ACCUM), Semaphore: T.Tensor(sem_shape, "int32"),
                              O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, None, bx, by, bz)
+                split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, None, bx, by, bz))
     else:
         @T.prim_func
         def decode_attention(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
@@ -300,7 +296,7 @@ def build_decode_attention(
                              O_partial: T.Tensor(part_shape, ACCUM), LSE: T.Tensor(lse_shape, ACCUM),
                              Semaphore: T.Tensor(sem_shape, "int32"), O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
-                split_program(Q, K, V, O, O_partial, LSE, Semaphore, cache_seqlens, block_table, bx, by, bz)
+                split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, block_table, bx, by, bz))
     return decode_attention
 
 
