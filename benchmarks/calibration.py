@@ -9,29 +9,50 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import json
 import os
 from typing import Any, Mapping
 
 from pt_tvm import cost, hw, templates
+from pt_tvm.graph import STaskGraph
 from pt_tvm.passes import extract_stask_graph
 from pt_tvm.plan import ExecutionPlan
 
 from .runfile import read_json
 
-__all__ = ["samples_from_run", "cmd_calibrate"]
+__all__ = ["samples_from_run", "with_graphs", "cmd_calibrate"]
 
 
 def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
-    """(plan, graph, seconds) calibration samples from a benchmark run's measured pt-tvm candidates."""
+    """(plan, graph, seconds) calibration samples from a benchmark run's measured pt-tvm candidates. A row that
+    carries the sTask-graphs of the kernels it measured (``graphs``, by tile: :func:`with_graphs`) is priced on
+    those, else on the graphs the current templates give (a recorded plan names the sTasks of its kernel)."""
     vdev = hw.for_target(target)
     out = []
     for row in run["rows"]:
+        frozen = row.get("graphs", {})
         for c in row.get("candidates", ()):
             if c.get("ms") is None or "plan" not in c:
                 continue
-            graph = extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev)
+            key = _tile_key(c["tile"])
+            graph = (STaskGraph.from_dict(frozen[key]) if key in frozen else
+                     extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev))
             out.append((ExecutionPlan.from_dict(c["plan"]), graph, c["ms"] * 1e-3))
     return out
+
+
+def with_graphs(row: Mapping[str, Any], target: Any) -> dict:
+    """``row`` carrying the sTask-graph of each measured candidate's kernel, as the templates build it now: what
+    keeps a recorded row priceable once a template's statements change (run it with the templates the row
+    measured)."""
+    vdev = hw.for_target(target)
+    return {**row, "graphs": {_tile_key(c["tile"]): extract_stask_graph(
+        _kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev).to_dict()
+        for c in row.get("candidates", ()) if c.get("tile")}}
+
+
+def _tile_key(tile: Mapping[str, Any]) -> str:
+    return json.dumps(dict(tile), sort_keys=True)
 
 
 def _items(d: Mapping[str, Any]) -> tuple:

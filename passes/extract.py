@@ -114,8 +114,11 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
     block_vars = {name: name for name in grid}
 
+    steps = _Steps(loop.loop_var, extent, grid)
+
     def make(stmts_: Sequence[tirx.Stmt], placement: Placement, offset: int) -> list[STask]:
-        return [_stask(s, ids[offset + i], placement, i, buffers, vdev, block_vars, name)
+        return [_stask(s, ids[offset + i], placement, i, buffers, vdev, block_vars, name,
+                       steps if placement == Placement.LOOP else None)
                 for i, s in enumerate(stmts_)]
 
     stasks = [*make(pro, Placement.PROLOGUE, 0), *make(body, Placement.LOOP, len(pro)),
@@ -279,11 +282,18 @@ def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, Buffer
 
 
 def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-           vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
+           vdev: hw.VDevice, block_vars: dict[str, str], fname: str, steps: _Steps | None) -> STask:
     inner = _unwrap(stmt)
     if isinstance(inner, tirx.Evaluate) and isinstance(inner.value, tirx.Call) \
             and op_name(inner.value).startswith("tl.tileop."):
         return _tile_op(inner.value, sid, placement, index, buffers, vdev, block_vars, fname)
+    if isinstance(inner, tirx.IfThenElse) and isinstance(inner.then_case, tirx.For) and inner.else_case is None:
+        # a nest applied only in some steps (a mask on the blocks that need it): priced at its mean over the
+        # steps, and it kills nothing (where the condition fails the buffers keep what they held)
+        nest = _scalar_nest(inner.then_case, sid, placement, index, buffers, vdev, block_vars, fname)
+        share = steps.share(inner.condition) if steps else 1.0
+        return dataclasses.replace(nest, flops=nest.flops * share, sfu_ops=nest.sfu_ops * share,
+                                   attrs={**nest.attrs, "full_writes": "", "branch_share": f"{share:.4g}"})
     if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
         return _scalar_nest(inner, sid, placement, index, buffers, vdev, block_vars, fname)
     raise ExtractionError(f"PrimFunc {fname!r}: unsupported statement {type(inner).__name__} "
@@ -482,6 +492,48 @@ def _has_nested_pipelined(body: tirx.Stmt) -> bool:
     found = []
     tirx.stmt_functor.post_order_visit(body, lambda n: found.append(n) if is_pipelined(n) else None)
     return bool(found)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Steps:
+    """The pipelined loop's steps over the grid: ``var`` runs to ``extent``, which may depend on a launch index."""
+
+    var: tirx.Var
+    extent: Any
+    grid: dict
+    limit: int = 1 << 17  # steps counted one by one; past this a branch is priced as always taken
+
+    def share(self, cond: Any) -> float:
+        """The share of the steps (of every block of the grid) in which ``cond`` holds; 1 where that is not known
+        at compile time (the condition reads anything but the loop variable, one launch index and constants)."""
+        by_name = {var.name: (var, ext) for var, ext in self.grid.values()}
+        free = {n.name: n for e in (cond, self.extent) for n in _vars(e)}
+        others = sorted(set(free) - {self.var.name})
+        if len(others) > 1 or any(n not in by_name or not by_name[n][1] for n in others):
+            return 1.0
+        points = ([{}] if not others else
+                  [{by_name[others[0]][0]: tirx.IntImm(by_name[others[0]][0].dtype, i)}
+                   for i in range(by_name[others[0]][1])])
+        analyzer = tvm.arith.Analyzer()
+        taken = total = 0
+        for point in points:
+            trips = analyzer.simplify(tirx.stmt_functor.substitute(self.extent, point))
+            if not isinstance(trips, tirx.IntImm) or total + trips.value > self.limit:
+                return 1.0
+            for k in range(trips.value):
+                at = analyzer.simplify(tirx.stmt_functor.substitute(
+                    cond, {**point, self.var: tirx.IntImm(self.var.dtype, k)}))
+                if not isinstance(at, tirx.IntImm):
+                    return 1.0
+                taken += bool(at.value)
+            total += trips.value
+        return taken / total if total else 1.0
+
+
+def _vars(expr: Any) -> list[tirx.Var]:
+    found = []
+    tirx.stmt_functor.post_order_visit(expr, lambda n: found.append(n) if isinstance(n, tirx.Var) else None)
+    return found
 
 
 def _trip_counts(extent: Any, grid: dict) -> tuple[float, float]:

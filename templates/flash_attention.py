@@ -15,7 +15,9 @@ Any lengths: queries and keys may differ in length (attention over a KV cache)
 and need not be tile multiples. TileLang's copies zero-fill the rows of a tile
 past a tensor's end and clip its stores there; keys past a sequence's end are
 masked to ``-inf`` in the scores, by the causal mask or by the length mask
-that non-causal kernels apply, each only on the key blocks that need it.
+that non-causal kernels apply, each only on the key blocks that need it and
+after the QK gemm (which clears its own accumulator), so that no fill stands
+between a key tile's arrival and its wgmma.
 With ``causal``, query ``i`` sees keys ``j <= i + seqlen_k - seqlen_q``
 (aligned bottom-right, as FlashAttention 2.1+ defines it: the last query sees
 every key); a query that sees no key outputs 0.
@@ -98,12 +100,12 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
             return q
         return q + rows.sk - rows.sq
 
-    def mask(rows: _Rows, i, j, k):
-        """Score ``(i, j)`` of key block ``k``: ``-inf`` for a key after the query (causal, aligned bottom-right),
-        else for a key past the sequence's keys; 0 otherwise."""
+    def visible(rows: _Rows, i, j, k):
+        """Whether score ``(i, j)`` of key block ``k`` counts: its key is not after the query (causal, aligned
+        bottom-right), else not past the sequence's keys."""
         if not causal:
-            return T.if_then_else(k * block_N + j >= rows.sk, -T.infinity(ACCUM), 0)
-        return T.if_then_else(query(rows, i) >= k * block_N + j, 0, -T.infinity(ACCUM))
+            return k * block_N + j < rows.sk
+        return query(rows, i) >= k * block_N + j
 
     def masked(rows: _Rows, k):
         """Whether key block ``k`` holds a key that some query of the block may not see (``False`` where no
@@ -141,13 +143,10 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         T.fill(scores_max, -T.infinity(ACCUM))
         for k in T.Pipelined(kv_blocks(rows), num_stages=num_stages):
             T.copy(seq(K, rows, rows.k0 + k * block_N, block_N, k_head0 + rows.h // groups), K_shared)
+            T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
             if masked(rows, k):
                 for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = mask(rows, i, j, k)
-            else:
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = 0
-            T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    acc_s[i, j] = T.if_then_else(visible(rows, i, j, k), acc_s[i, j], -T.infinity(ACCUM))
             update_max(acc_s, scores_max, scores_max_prev)
             if guard:  # exponentiate against a max of 0 where a row has seen no key yet
                 guard_empty_rows(scores_max, row_max)

@@ -139,12 +139,12 @@ def test_hip_source_for_mi300x(gemm_sources):
 @pytest.fixture(scope="module")
 def hopper_fa():
     """FlashAttention d128 128x128 on H100 with PV at stage 1: list-scheduled in program order (PV of
-    iteration j-1 after QK of j) and tensor-first (PV of j-1 before QK of j); both lowered."""
+    iteration j-1 after QK of j) and oldest-first (PV of j-1 before QK of j); both lowered."""
     func = _func("flash_attention", **SMALL_FA, block_M=128, block_N=128)
     vdev = hw.get("h100")
     graph = pt_tvm.extract(func, vdev)
     out = {}
-    for name, priority in (("program", Priority.PROGRAM), ("tensor_first", Priority.TENSOR_FIRST)):
+    for name, priority in (("program", Priority.PROGRAM), ("oldest_first", Priority.OLDEST_FIRST)):
         plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={"V_shared": 1},
                                 priority=priority)
         verify(plan, graph, vdev)
@@ -182,7 +182,7 @@ def test_hopper_ws_schedule_is_attached(hopper_fa):
         assert f'"{t.id}"' in text  # every tile op is named by its sTask id (tl.ws_op_id)
 
 
-@pytest.mark.parametrize("which", ["program", "tensor_first"])
+@pytest.mark.parametrize("which", ["program", "oldest_first"])
 def test_hopper_source_shows_the_plan(hopper_fa, which):
     graph, plans = hopper_fa
     plan, _, src = plans[which]
@@ -204,7 +204,7 @@ def test_hopper_source_follows_the_plan_order(hopper_fa):
     graph, plans = hopper_fa
     pv = next(t.id for t in graph.loop_stasks if t.op.value == "gemm" and "V_shared" in t.read_buffers())
     qk = next(t.id for t in graph.loop_stasks if t.op.value == "gemm" and t.id != pv)
-    for which, pv_after_qk in (("program", True), ("tensor_first", False)):
+    for which, pv_after_qk in (("program", True), ("oldest_first", False)):
         plan, _, src = plans[which]
         order = [a.stask for a in plan.program("consumer", graph, Placement.LOOP)]
         assert (order.index(pv) > order.index(qk)) == pv_after_qk
@@ -216,7 +216,7 @@ def test_hopper_source_follows_the_plan_order(hopper_fa):
         assert v_wait < rs
         # stage 1: one more PV after the loop drains the last iteration, one QK before it fills the first
         assert src.count("wgmma_rs<") >= 2 and src.count("wgmma_ss<") >= 2
-    assert plans["program"][2] != plans["tensor_first"][2]
+    assert plans["program"][2] != plans["oldest_first"][2]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")

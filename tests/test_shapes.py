@@ -163,18 +163,28 @@ def test_head_dim_tiles_refused_elsewhere(tile, dim, message):
 
 
 def test_the_score_mask_runs_only_on_the_blocks_that_need_it():
-    """The length and causal masks are one sTask, a branch between the masked fill and a plain one, that kills
-    the scores every step (no false loop-carried dependence) and is priced at its masked side."""
-    for causal, sq in ((False, 1000), (True, 1024)):
+    """The length and causal masks are one sTask after the QK gemm (which starts from zero), a branch taken on
+    the blocks that need it: priced at its mean over the steps, killing nothing (where it is not taken the scores
+    stay the gemm's)."""
+    for causal, sq, share in ((False, 1000, 1 / 8), (True, 1024, 8 / 36)):
         g = _graph("flash_attention", seq_len=sq, causal=causal, batch=1, heads=2, kv_heads=2, block_M=128,
                    block_N=128, threads=256)
-        fill = next(t for t in g.stasks if t.placement.value == "loop" and t.writes[0].buffer == "acc_s")
-        assert fill.op.value == "elementwise" and fill.attrs["full_writes"] == "acc_s"
-        assert fill.flops >= 128 * 128 * 2  # a compare and a select a score
+        qk, mask = [t for t in g.loop_stasks if "acc_s" in t.write_buffers()][:2]
+        assert qk.op.value == "gemm" and "acc_s" not in qk.read_buffers()
+        assert mask.op.value == "elementwise" and mask.read_buffers() == mask.write_buffers() == {"acc_s"}
+        assert mask.attrs["full_writes"] == "" and float(mask.attrs["branch_share"]) == pytest.approx(share, abs=1e-4)
+        assert 2 <= mask.flops / (128 * 128 * share) <= 8  # compares and a select a score, on those steps
     unmasked = _graph("flash_attention", seq_len=1024, batch=1, heads=2, kv_heads=2, block_M=128, block_N=128,
                       threads=256)
-    fill = next(t for t in unmasked.stasks if t.placement.value == "loop" and t.writes[0].buffer == "acc_s")
-    assert fill.flops == 0  # tile-multiple keys without causal: no mask at all
+    assert not any("branch_share" in t.attrs for t in unmasked.stasks)  # tile-multiple keys without causal
+
+
+def test_the_branch_share_counts_the_steps_at_compile_time_only():
+    """A mask whose condition reads run-time lengths (packed sequences) is priced as taken on every step."""
+    g = _graph("flash_attention_varlen", batch=3, heads=4, kv_heads=1, max_seqlen_q=700, max_seqlen_k=1500,
+               causal=True, block_M=128, block_N=128, threads=256)
+    (mask,) = (t for t in g.loop_stasks if "branch_share" in t.attrs)
+    assert mask.attrs["branch_share"] == "1"
 
 
 @pytest.mark.filterwarnings("error::pt_tvm.errors.SymbolicSizeWarning")
