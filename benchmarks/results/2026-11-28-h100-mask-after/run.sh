@@ -14,3 +14,5 @@ python -m benchmarks.experiments.ragged $OUT/priced flash_attention flash_attent
 tail -7 $OUT/priced/ragged.log
 OUT=$OUT bash benchmarks/gpu-tests.sh 15 420 tests/test_shapes_gpu.py tests/test_templates_gpu.py tests/test_ops_gpu.py \
   tests/test_handoff.py tests/test_layers_suite.py -k "attention or qkv or turns or llama or model"
+# Call 3 (third/; asked for nvidia-h200, ran on an H100), at 1b3359f: the pairs again.
+#   PT_TVM_GIT_COMMIT=1b3359f python -m benchmarks.experiments.ragged $OUT flash_attention flash_attention_varlen
