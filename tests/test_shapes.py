@@ -265,6 +265,16 @@ def test_packed_gqa_lowers_to_a_box_per_head(lowered):
     assert all(any(f"blockIdx.y) * 4) + {g})" in x for x in loads) for g in (1, 2, 3))
 
 
+def test_the_score_mask_follows_a_qk_wgmma_that_starts_from_zero(lowered):
+    """Hopper, causal over a KV cache: each QK wgmma group starts from a cleared accumulator (its first k-step's
+    scale-d is 0) and no fill precedes it; the mask selects among the gemm's scores after it."""
+    _, src = _lowered(lowered, 3)
+    qk = [m for m in re.finditer(r"wgmma_ss<[^;]*;", src)]
+    assert qk and all(re.search(r"\(acc_s \+ 0\)\), \(\(0 < ki\w*\) \? 1 : 0\)\);$", m.group(0)) for m in qk)
+    selects = [m.start() for m in re.finditer(r"condval = acc_s\[", src)]
+    assert selects and min(selects) > qk[0].start()
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("i", [0, 4, 6, 7], ids=["gemm", "fa-more-queries", "varlen", "fa-packed-gqa"])
 def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
