@@ -11,34 +11,55 @@ import dataclasses
 import functools
 import json
 import os
+import warnings
 from typing import Any, Mapping
 
 from pt_tvm import cost, hw, templates
 from pt_tvm.graph import STaskGraph
 from pt_tvm.passes import extract_stask_graph
 from pt_tvm.plan import ExecutionPlan
+from pt_tvm.verify import violations
 
 from .runfile import read_json
 
-__all__ = ["samples_from_run", "with_graphs", "cmd_calibrate"]
+__all__ = ["samples_from_run", "with_graphs", "StalePlanWarning", "cmd_calibrate"]
 
 
 def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
     """(plan, graph, seconds) calibration samples from a benchmark run's measured pt-tvm candidates. A row that
     carries the sTask-graphs of the kernels it measured (``graphs``, by tile: :func:`with_graphs`) is priced on
-    those, else on the graphs the current templates give (a recorded plan names the sTasks of its kernel)."""
+    those, else on the graphs the current templates give; a recorded plan that names sTasks those graphs lack,
+    or orders them against their dependences (one recorded before its template changed), is left out with a
+    :class:`StalePlanWarning`."""
     vdev = hw.for_target(target)
     out = []
     for row in run["rows"]:
-        frozen = row.get("graphs", {})
+        frozen, stale = row.get("graphs", {}), 0
         for c in row.get("candidates", ()):
             if c.get("ms") is None or "plan" not in c:
                 continue
-            key = _tile_key(c["tile"])
-            graph = (STaskGraph.from_dict(frozen[key]) if key in frozen else
-                     extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev))
-            out.append((ExecutionPlan.from_dict(c["plan"]), graph, c["ms"] * 1e-3))
+            key, plan = _tile_key(c["tile"]), ExecutionPlan.from_dict(c["plan"])
+            if key in frozen:
+                graph = STaskGraph.from_dict(frozen[key])
+            else:
+                graph = extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev)
+                if any(v.rule in _STRUCTURAL for v in violations(plan, graph, vdev)):
+                    stale += 1
+                    continue
+            out.append((plan, graph, c["ms"] * 1e-3))
+        if stale:
+            warnings.warn(f"{stale} measured plan(s) of {row['kernel']} {dict(row['config'])} left out: they do not "
+                          f"fit the sTask-graph its template gives now (recorded before the template changed; a "
+                          f"row that carries its kernels' graphs stays priceable: benchmarks.calibration."
+                          f"with_graphs)", StalePlanWarning, stacklevel=2)
     return out
+
+
+class StalePlanWarning(UserWarning):
+    """Recorded plans left out because their template has changed since they were measured."""
+
+
+_STRUCTURAL = {"coverage", "dependence", "deadlock"}  # rules under which a plan cannot be priced on a graph
 
 
 def with_graphs(row: Mapping[str, Any], target: Any) -> dict:

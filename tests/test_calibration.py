@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from benchmarks.calibration import samples_from_run
+from benchmarks.calibration import StalePlanWarning, samples_from_run
 from pt_tvm import cost, hw
 
 # pt-tvm's measured candidate plans of the H200 runs of 2026-11-22, per run (the full runs are in git history)
@@ -83,6 +83,19 @@ def test_uncalibrated_model_picks_near_the_measured_best(measured_rows):
     # Mamba2's short loops: the model prefers the software-pipelined plans the GPU measured fastest
     mamba = [r for (name, kernel, _), r in zip(measured_rows, regret) if name.endswith("mamba-sp.json")]
     assert len(mamba) == 10 and max(mamba) < 1.02
+
+
+def test_plans_recorded_before_their_template_changed_are_left_out_by_name(recorded):
+    """The recorded FlashAttention rows carry their kernels' sTask-graphs (the template has since moved the score
+    mask after the QK gemm): priced on those; without them their plans fit none of the current graphs and are left
+    out with a warning naming the row, not priced into a deadlock."""
+    row = next(r for r in recorded["2026-11-22-h200-smoke.json"]["rows"]
+               if r["kernel"] == "flash_attention" and r.get("candidates"))
+    measured = [c for c in row["candidates"] if c.get("ms") is not None and "plan" in c]
+    assert len(samples_from_run({"rows": [row]}, hw.get("h200"))) == len(measured) >= 2
+    bare = {k: v for k, v in row.items() if k != "graphs"}
+    with pytest.warns(StalePlanWarning, match=f"{len(measured)} measured plan.s. of flash_attention .* left out"):
+        assert samples_from_run({"rows": [bare]}, hw.get("h200")) == []
 
 
 def test_model_picks_the_style_that_won_on_attention(full_run_attention):
