@@ -206,10 +206,12 @@ def test_missing_and_duplicated_stasks(fa, h100):
 def test_cross_role_dependence_without_pipeline(fa, h100):
     graph, plan = fa
     # a fragment producer moved into the TMA warp: its consumers read registers of another role
-    moved = replace(plan, steps=tuple(replace(s, role="producer") if isinstance(s, Append) and s.stask == "par_0"
+    exp = next(t.id for t in graph.loop_stasks if t.sfu_ops and t.write_buffers() == {"acc_s"})
+    rsum = next(t.id for t in graph.loop_stasks if t.attrs.get("reduce") == "sum")
+    moved = replace(plan, steps=tuple(replace(s, role="producer") if isinstance(s, Append) and s.stask == exp
                                       else s for s in plan.steps))
     msgs = _rules(moved, graph, h100)["dependence"]
-    assert "RAW par_0 -> gemm_0 on acc_s crosses roles producer -> consumer without a pipeline" in msgs
+    assert f"RAW {exp} -> {rsum} on acc_s crosses roles producer -> consumer without a pipeline" in msgs
     # K's pipeline dropped: the TMA load and the QK gemm share K_shared with no barrier between them
     unpiped = replace(plan, pipelines=tuple(p for p in plan.pipelines if "K_shared" not in p.buffers))
     msgs = _rules(unpiped, graph, h100)["dependence"]
@@ -218,9 +220,10 @@ def test_cross_role_dependence_without_pipeline(fa, h100):
 
 def test_stage_offset_without_pipeline_buffer(fa, h100):
     graph, plan = fa
-    staged = _with_stage(plan, {"par_5": 1})  # the acc_o rescale touches no pipelined buffer
+    rescale = next(t.id for t in graph.loop_stasks if t.read_buffers() == {"acc_o", "scores_scale"})
+    staged = _with_stage(plan, {rescale: 1})  # the acc_o rescale touches no pipelined buffer
     msgs = _rules(staged, graph, h100)["stage"]
-    assert any(m.startswith("sTask par_5 has stage 1 but touches no pipeline buffer") for m in msgs)
+    assert any(m.startswith(f"sTask {rescale} has stage 1 but touches no pipeline buffer") for m in msgs)
 
 
 def test_stage_outside_the_loop_is_rejected(fa, h100):
