@@ -40,7 +40,9 @@ def samples_from_run(run: Mapping[str, Any], target: Any) -> list[tuple]:
                 continue
             key, plan = _tile_key(c["tile"]), ExecutionPlan.from_dict(c["plan"])
             if key in frozen:
-                graph = STaskGraph.from_dict(frozen[key])
+                if not isinstance(frozen[key], STaskGraph):  # read once per tile, its candidates share it
+                    frozen = {**frozen, key: STaskGraph.from_dict(frozen[key])}
+                graph = frozen[key]
             else:
                 graph = extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev)
                 if any(v.rule in _STRUCTURAL for v in violations(plan, graph, vdev)):
@@ -67,9 +69,9 @@ def with_graphs(row: Mapping[str, Any], target: Any) -> dict:
     keeps a recorded row priceable once a template's statements change (run it with the templates the row
     measured)."""
     vdev = hw.for_target(target)
-    return {**row, "graphs": {_tile_key(c["tile"]): extract_stask_graph(
-        _kernel(row["kernel"], _items(row["config"]), _items(c["tile"])), vdev).to_dict()
-        for c in row.get("candidates", ()) if c.get("tile")}}
+    tiles = {_tile_key(c["tile"]): c["tile"] for c in row.get("candidates", ()) if c.get("tile")}  # once a tile
+    return {**row, "graphs": {key: extract_stask_graph(_kernel(row["kernel"], _items(row["config"]), _items(tile)),
+                                                       vdev).to_dict() for key, tile in tiles.items()}}
 
 
 def _tile_key(tile: Mapping[str, Any]) -> str:

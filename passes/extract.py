@@ -541,10 +541,8 @@ def _trip_counts(extent: Any, grid: dict) -> tuple[float, float]:
     if isinstance(extent, tirx.IntImm):
         return float(extent.value), float(extent.value)
     analyzer = tvm.arith.Analyzer()
-    free = []
-    tirx.stmt_functor.post_order_visit(extent, lambda n: free.append(n) if isinstance(n, tirx.Var) else None)
     by_var = {var.name: (var, ext) for _, (var, ext) in grid.items()}
-    names = {v.name for v in free}
+    names = {v.name for v in _vars(extent)}
     if len(names) == 1 and next(iter(names)) in by_var and by_var[next(iter(names))][1]:
         var, ext = by_var[next(iter(names))]
         vals = [analyzer.simplify(tirx.stmt_functor.substitute(extent, {var: tirx.IntImm(var.dtype, i)}))
