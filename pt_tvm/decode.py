@@ -25,9 +25,10 @@ from . import hw, templates
 from .compiler import schedule_template
 from .errors import PtTvmError
 from .passes import apply_plan
+from .templates.base import bucket
 from .tune import tune_template
 
-__all__ = ["decode_attention", "DecodeAttention", "PlanBook", "DecodeInputError", "decode_problem", "bucket",
+__all__ = ["decode_attention", "DecodeAttention", "PlanBook", "DecodeInputError", "decode_problem",
            "check_inputs", "check_shapes", "planned_for"]
 
 TEMPLATE = "decode_attention"
@@ -36,10 +37,6 @@ TEMPLATE = "decode_attention"
 class DecodeInputError(PtTvmError, ValueError):
     """Tensors that ``decode_attention`` cannot take (shape, dtype, device, lengths or page numbers)."""
 
-
-def bucket(length: int, capacity: int) -> int:
-    """The shape bucket of a longest sequence ``length``: the next power of two, at most the capacity."""
-    return min(capacity, 1 << max(0, math.ceil(math.log2(max(length, 1)))))
 
 
 @dataclass
@@ -160,7 +157,7 @@ class DecodeAttention:
         problem = decode_problem(q, k_cache, block_table, softmax_scale)
         templates.get(TEMPLATE).resolve_problem(**problem)  # shapes the template cannot take fail here, by name
         longest = int(cache_seqlens.max()) if max_seqlen is None else int(max_seqlen)
-        key = (tuple(sorted(problem.items())), bucket(longest, problem["kv_len"]), q.device.index)
+        key = (tuple(sorted(problem.items())), bucket(longest, most=problem["kv_len"]), q.device.index)
         inputs = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if block_table is not None else ())
         return self.book.get(key)(*inputs)
 

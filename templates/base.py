@@ -19,7 +19,7 @@ from tilelang.transform import PassConfigKey
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "priced"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
@@ -32,6 +32,13 @@ def size(name: str, value: int, dynamic: bool) -> Any:
     """A kernel's size: ``value``, or (``dynamic``) a symbolic ``name``, a kernel argument that ``value`` only
     prices: one kernel for every size, as the ops' token buckets compile them."""
     return T.dynamic(name) if dynamic else value
+
+
+def bucket(length: int, least: int = 1, most: int | None = None) -> int:
+    """The next power of two at or above ``length`` (and ``least``; at most ``most``): the size a kernel serving a
+    bucket of sizes is compiled or priced for (the ops' token buckets, decoding's KV-length buckets)."""
+    size = max(least, 1 << max(0, length - 1).bit_length())
+    return size if most is None else min(most, size)
 
 
 def priced(func: Any, hints: Mapping[str, int]) -> Any:

@@ -14,12 +14,13 @@ from _util import compiles_without_spills
 from pt_tvm import hw
 from pt_tvm.compiler import lower, lower_planned, schedule, schedule_template
 from pt_tvm.cost import streaming_eus
-from pt_tvm.decode import DecodeInputError, bucket, check_inputs, decode_problem
+from pt_tvm.decode import DecodeInputError, check_inputs, decode_problem
 from pt_tvm.graph import BLOCK_SYNC, OpKind, Placement
 from pt_tvm.hw import SEUKind
 from pt_tvm.passes import ExtractionError, extract_stask_graph
 from pt_tvm.plan import Style
 from pt_tvm.templates import TemplateError, get
+from pt_tvm.templates.base import bucket
 from pt_tvm.templates.decode_attention import FusedSplitKV, build_combine, combine_seconds, kv_bytes, pool_pages
 from pt_tvm.verify import violations
 
@@ -353,7 +354,7 @@ def test_op_problem_and_bucket():
     derived = decode_problem(q, k, table, None)
     assert derived == {**problem, "num_pages": pool_pages(problem), "ragged": False}
     assert T.resolve(**derived)[0]["kv_len"] == 256
-    assert [bucket(n, 100_000) for n in (1, 1000, 1024, 1025, 70_000)] == [1, 1024, 1024, 2048, 100_000]
+    assert [bucket(n, most=100_000) for n in (1, 1000, 1024, 1025, 70_000)] == [1, 1024, 1024, 2048, 100_000]
 
 
 # ---------------------------------------------------------------- references

@@ -17,6 +17,7 @@ from pt_tvm import compiler, hw
 from pt_tvm.cache import PlanCache, PlanCacheWarning
 from pt_tvm.measure import GRAPH, REL_TOL, rel_err
 from pt_tvm.ops import checks, kernels
+from pt_tvm.templates.base import bucket
 from pt_tvm.tune import Measured, TuneResult
 
 F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
@@ -351,7 +352,7 @@ def test_dynamic_tokens_setting_and_env_var(monkeypatch):
     assert ops.KernelStore().config.dynamic_tokens
     monkeypatch.delenv(kernels.DYNAMIC_ENV)
     assert not ops.KernelStore().config.dynamic_tokens
-    assert [kernels.bucket(n, 64) for n in (1, 64, 65, 300, 4096, 4097)] == [64, 64, 128, 512, 4096, 8192]
+    assert [bucket(n, 64) for n in (1, 64, 65, 300, 4096, 4097)] == [64, 64, 128, 512, 4096, 8192]
 
 
 def test_tune_env_var(monkeypatch):

@@ -21,7 +21,7 @@ from benchmarks.experiments.variants import bucket_line, describe, save_rows
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import REL_TOL, check_call, input_sets, time_interleaved
-from pt_tvm.ops.kernels import bucket
+from pt_tvm.templates.base import bucket
 from pt_tvm.tune import compile_jobs, warm
 
 TOKENS = (512, 777, 2500, 4096)

@@ -10,9 +10,10 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from ..templates.base import bucket
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import bucket, current, launch
+from .kernels import current, launch
 
 __all__ = ["attention", "attention_qkv"]
 

@@ -31,11 +31,12 @@ from ..passes import ScheduleMismatch, apply_plan, extract_stask_graph
 from ..plan import PlanError
 from ..search import SearchSpace
 from ..templates import Template, TemplateError
+from ..templates.base import bucket
 from ..tune import DEFAULT_TOP_K, tune_template
 from .checks import ArgumentError, ArgumentTypeError
 
 __all__ = ["Config", "KernelStore", "TUNE_ENV", "DYNAMIC_ENV", "configure", "current", "using", "launch", "chip_of",
-           "compile_kernel", "bucket", "rows", "tokens"]
+           "compile_kernel", "rows", "tokens"]
 
 log = logging.getLogger("pt_tvm.ops")
 
@@ -86,11 +87,6 @@ class Config:
         return cls(tune=os.environ.get(TUNE_ENV, "").strip().lower() in _ON,
                    dynamic_tokens=os.environ.get(DYNAMIC_ENV, "").strip().lower() in _ON)
 
-
-def bucket(length: int, least: int = 1) -> int:
-    """The next power of two at or above ``length`` (and ``least``): the size a kernel serving a bucket of lengths
-    is compiled or priced for."""
-    return max(least, 1 << max(0, length - 1).bit_length())
 
 
 def tokens(name: str, n: int, least: int) -> dict[str, Any]:
