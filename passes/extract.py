@@ -315,7 +315,7 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         tile = _nonunit(dst.extents)
         elems = src.elements() or 0
         nbytes = float(elems * _elem_bytes(src, buffers))
-        seu = _copy_seu(src, dst, vdev)
+        seu = _copy_seu(src, dst, vdev, buffers)
         if seu == SEUKind.CUDA_CORE:
             flops = float(elems)  # a register-to-register cast
         dtype = buffers[src.buffer].dtype
@@ -467,12 +467,28 @@ def _covers(store: tirx.BufferStore, loop_vars: list, extents: list, buffers: di
         len({i.name for i in idx}) == len(idx)
 
 
-def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice) -> SEUKind:
+def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice, buffers: dict[str, BufferInfo]) -> SEUKind:
     if src.scope == "fragment" and dst.scope == "fragment":
         return SEUKind.CUDA_CORE
     if {src.scope, dst.scope} == {"global", "shared"} and vdev.eu.has(SEUKind.TMA):
-        return SEUKind.TMA
+        glob = buffers.get(src.buffer if src.scope == "global" else dst.buffer)
+        if glob is None or _tma_strides(glob):
+            return SEUKind.TMA
     return SEUKind.LSU
+
+
+def _tma_strides(buffer: BufferInfo) -> bool:
+    """Whether TMA can address ``buffer``: each of its row strides a multiple of 16 bytes (a tensor map's rule).
+    TileLang 0.1.15 lowers a copy of a tensor whose rows are not to element-wise loads and stores (a fp16 GEMM at
+    K = 1004 does, at 1000 and 1008 it takes TMA); a stride of symbolic size is taken as aligned."""
+    stride = dtype_bytes(buffer.dtype)
+    for extent in reversed(buffer.shape[1:]):
+        if extent is None:
+            return True
+        stride *= extent
+        if stride % 16:
+            return False
+    return True
 
 
 def _elem_bytes(a: Access, buffers: dict[str, BufferInfo]) -> int:

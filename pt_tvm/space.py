@@ -431,7 +431,11 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     def pname(p: Any) -> str:
         return p.value if isinstance(p, Priority) else "random"
 
-    if "warp_specialization" in vdev.features:
+    # A producer warp streams what TMA takes; a load TMA cannot take (rows not 16-byte aligned: the extraction puts it
+    # on the LSU) TileLang lowers to
+    # element-wise loads, which the producer's 32 threads would then issue alone: software pipelines only
+    streams = all(t.seu == SEUKind.TMA for t in graph.stasks if is_load(t, graph) and t.placement == Placement.LOOP)
+    if "warp_specialization" in vdev.features and streams:
         choices = reader_stages(graph, space.max_stage)
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
             probe = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},
@@ -449,7 +453,7 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     # recorded GEMM and GEMM + row-sum config (67 on an H100 and an H200, 55 with both kinds measured; tests/data)
     # and in both layer-GEMM runs of 2026-11-24, the fastest software pipeline was slower than the fastest
     # warp-specialized plan, while the model priced some first.
-    ws_only = "warp_specialization" in vdev.features and graph.loads_and_multiplies
+    ws_only = "warp_specialization" in vdev.features and graph.loads_and_multiplies and streams
     if "software_pipeline" in vdev.features and not ws_only:  # on Hopper too: no producer warp, blocks share SMs
         for n in space.depths:
             # one stage copies through registers (no cp.async), holding its warps; where every tile also has

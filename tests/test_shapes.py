@@ -100,6 +100,23 @@ def test_ragged_gemm_trip_counts_are_ceil_divs():
     assert (g.grid["bx"], g.grid["by"], g.loop.trip_count) == (3, 2, 4)
 
 
+@pytest.mark.parametrize("K, tma", [(1000, True), (1008, True), (1004, False), (1001, False)])
+def test_rows_tma_cannot_address_are_loaded_by_every_thread(K, tma):
+    """TMA takes a tensor whose row strides are multiples of 16 bytes (fp16 A rows of 2000 and 2016 bytes, not 2008
+    or 2002: what TileLang 0.1.15 lowers, checked here in the emitted CUDA): a load it cannot take is priced on the
+    LSU, and no warp-specialized plan leaves it to a producer warp's 32 threads; the software pipeline's threads
+    copy it (cp.async where the rows are 8-byte aligned)."""
+    vdev = hw.get("h100")
+    result, problem, build = schedule_template("gemm", vdev, params={"M": 1024, "N": 1024, "K": K})
+    seu = {t.writes[0].buffer: t.seu for t in result.best.graph.stasks if t.op.value == "copy" and t.writes
+           and t.writes[0].scope == "shared"}
+    assert seu["A_s"] == (hw.SEUKind.TMA if tma else hw.SEUKind.LSU) and seu["B_s"] == hw.SEUKind.TMA
+    assert all((c.plan.style.value == "warp_specialized") == tma for c in result.ranked)
+    cuda = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs).kernel_source
+    assert ("A_desc" in cuda) == tma
+    assert ("cp_async_gs<8>" in cuda) == (K == 1004)
+
+
 @pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
 def test_a_partial_last_chunk_is_a_chunk(name):
     """seqlen 1000 in chunks of 256: four chunks per head, the last one partial."""

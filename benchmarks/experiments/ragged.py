@@ -37,6 +37,8 @@ PAIRS = [
     ("gemm", {"M": 8000, "N": 4096, "K": 4096}, {"M": 128}, "ragged tokens"),
     ("gemm", {"M": 4000, "N": 4000, "K": 4000}, {"M": 128, "N": 128, "K": 128}, "ragged M, N, K"),
     ("gemm", {"M": 8000, "N": 4096, "K": 4096, "trans_B": True}, {"M": 128}, "linear, ragged tokens"),
+    ("gemm", {"M": 4096, "N": 4096, "K": 4001}, {"K": 128}, "K rows of 8002 bytes"),  # TMA wants 16-byte strides
+    ("gemm", {"M": 4096, "N": 4096, "K": 4004}, {"K": 128}, "K rows of 8008 bytes"),
     ("gemm_rowsum", {"M": 8000, "N": 4096, "K": 4096}, {"M": 128}, "ragged tokens"),
     ("flash_attention", {"batch": 8, "seq_len": 1500, **FA}, {"seq_len": 128}, "ragged"),
     ("flash_attention", {"batch": 4, "seq_len": 3000, "causal": True, **FA}, {"seq_len": 128}, "ragged causal"),
@@ -105,10 +107,10 @@ def search_one(job: tuple) -> tuple:
     return result.best, problem
 
 
-def main(out_dir: str, only: list[str]) -> None:
+def main(out_dir: str, only: list[str], pairs: list[tuple] = PAIRS) -> None:
     t_start = time.time()
     vdev = hw.from_device()
-    pairs = [p for p in PAIRS if not only or p[0] in only]
+    pairs = [p for p in pairs if not only or p[0] in only]
     jobs = [(name, problem, label, make, flops) for name, rp, ragged, _ in pairs
             for label, problem, make, flops in cases(name, rp, ragged)]
     workers = max(1, (os.cpu_count() or 2) - 1)
