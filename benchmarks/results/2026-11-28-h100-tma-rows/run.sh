@@ -20,3 +20,9 @@ ragged.main(sys.argv[1], [], pairs=[p for p in ragged.PAIRS if p[3].startswith('
 echo "== after ($1)"; pairs $OUT/after
 cp $R/old/extract.py passes/extract.py && cp $R/old/space.py pt_tvm/space.py
 echo "== before ($1~1)"; pairs $OUT/before
+# A second call (same session, another H100), at 39a56c4: the same two K with the tile's threads pinned to 256 (the
+# search keeps one thread count per tile on a chip that warp-specializes, 128 here), into threads256/:
+#   source .gpu-bundle/setup.sh && PYTHONPATH=$PWD PT_TVM_GIT_COMMIT=39a56c4 python -c "
+#   import sys; from benchmarks.experiments import ragged
+#   ragged.main(sys.argv[1], [], pairs=[('gemm', {'M': 4096, 'N': 4096, 'K': k, 'threads': 256}, {'K': 128},
+#               f'K={k}, 256 threads') for k in (4001, 4004)])" $OUT/threads256
