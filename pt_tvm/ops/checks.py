@@ -14,13 +14,14 @@ import torch
 
 from ..errors import PtTvmError
 
-__all__ = ["ArgumentError", "ArgumentTypeError", "HALF", "FLOAT32", "FLOATS", "KERNEL_DEVICE_TYPES", "Dims", "tensor",
-           "same_device", "kernel_device"]
+__all__ = ["ArgumentError", "ArgumentTypeError", "HALF", "FLOAT32", "FLOATS", "KERNEL_DEVICE_TYPES", "ALIGN", "Dims",
+           "tensor", "same_device", "kernel_device"]
 
 HALF = (torch.float16, torch.bfloat16)
 FLOAT32 = (torch.float32,)
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 KERNEL_DEVICE_TYPES = ("cuda", "meta")  # where the compiled kernels run; meta tensors get shapes only
+ALIGN = 16  # bytes: where a tensor a kernel reads must start (a TMA descriptor's base, a 16-byte vector load's)
 
 
 class ArgumentError(PtTvmError, ValueError):
@@ -38,8 +39,9 @@ def _dtype_names(dtypes: Sequence[torch.dtype]) -> str:
 def tensor(op: str, name: str, value: torch.Tensor, dims: Sequence[str], dtypes: Sequence[torch.dtype], *,
            contiguous: bool = True) -> torch.Tensor:
     """``value`` if it is of one of ``dtypes`` with one dim per name in ``dims``, contiguous unless told
-    otherwise (what a kernel reads must be; what plain PyTorch glue reads need not). The ops' schemas
-    refuse arguments that are no tensors before this runs."""
+    otherwise (what a kernel reads must be; what plain PyTorch glue reads need not), and, read by a kernel as
+    floating point, starting on a 16-byte boundary of its storage (PyTorch's allocators align the storage
+    itself). The ops' schemas refuse arguments that are no tensors before this runs."""
     layout = f"[{', '.join(dims)}]"
     if value.dtype not in dtypes:
         raise ArgumentTypeError(f"{op}: argument {name!r} must be {_dtype_names(dtypes)}, got {value.dtype}")
@@ -49,6 +51,10 @@ def tensor(op: str, name: str, value: torch.Tensor, dims: Sequence[str], dtypes:
     if contiguous and not value.is_contiguous():
         raise ArgumentError(f"{op}: argument {name!r} must be contiguous (strides {value.stride()} for shape "
                          f"{tuple(value.shape)}); pass {name}.contiguous()")
+    offset = value.storage_offset() * value.element_size()
+    if contiguous and value.is_floating_point() and offset % ALIGN:
+        raise ArgumentError(f"{op}: argument {name!r} starts {offset} bytes into its storage, not on a {ALIGN}-byte "
+                            f"boundary (the kernels' TMA and vector loads need one); pass {name}.clone()")
     return value
 
 
