@@ -287,13 +287,11 @@ def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers:
     if isinstance(inner, tirx.Evaluate) and isinstance(inner.value, tirx.Call) \
             and op_name(inner.value).startswith("tl.tileop."):
         return _tile_op(inner.value, sid, placement, index, buffers, vdev, block_vars, fname)
-    if isinstance(inner, tirx.IfThenElse) and isinstance(inner.then_case, tirx.For) and inner.else_case is None:
-        # a nest applied only in some steps (a mask on the blocks that need it): priced at its mean over the
-        # steps, and it kills nothing (where the condition fails the buffers keep what they held)
-        nest = _scalar_nest(inner.then_case, sid, placement, index, buffers, vdev, block_vars, fname)
-        share = steps.share(inner.condition) if steps else 1.0
-        return dataclasses.replace(nest, flops=nest.flops * share, sfu_ops=nest.sfu_ops * share,
-                                   attrs={**nest.attrs, "full_writes": "", "branch_share": f"{share:.4g}"})
+    if isinstance(inner, tirx.IfThenElse) and isinstance(inner.then_case, tirx.For) \
+            and isinstance(inner.else_case, (tirx.For, type(None))):
+        sides = [_scalar_nest(s, sid, placement, index, buffers, vdev, block_vars, fname)
+                 for s in (inner.then_case, inner.else_case) if s is not None]
+        return _branch(sides, steps.share(inner.condition) if steps else None)
     if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
         return _scalar_nest(inner, sid, placement, index, buffers, vdev, block_vars, fname)
     raise ExtractionError(f"PrimFunc {fname!r}: unsupported statement {type(inner).__name__} "
@@ -373,20 +371,31 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
                  dtype=dtype, attrs=attrs)
 
 
+def _branch(sides: list[STask], share: float | None) -> STask:
+    """A branch around nests (``if c: nest``, a mask on the blocks that need it, or ``if c: nest else: nest``) as
+    one sTask: reading and writing what either side does, killing what every side writes in full (nothing without
+    an ``else``: where the condition fails the buffers keep what they held), priced at the mean over the loop's
+    steps of the side each step runs (``share``: of the steps taking the ``then`` side), or, where that share is
+    not known at compile time, as its ``then`` side alone (one side) or its costlier side (two)."""
+    costly = max(sides, key=lambda t: (t.flops + 4.0 * t.sfu_ops, t.flops))  # a transcendental: 4 ALU ops (cost)
+    if share is None:
+        weights = [1.0] if len(sides) == 1 else [float(t is costly) for t in sides]
+    else:
+        weights = [share, 1.0 - share][:len(sides)]
+    kills = set.intersection(*(set(filter(None, t.attrs["full_writes"].split(","))) for t in sides)) \
+        if len(sides) == 2 else set()
+    union = lambda accs: tuple({a.buffer: a for t in sides for a in accs(t)}.values())  # noqa: E731
+    mean = lambda cost: sum(w * cost(t) for w, t in zip(weights, sides))  # noqa: E731
+    return dataclasses.replace(
+        costly, reads=union(lambda t: t.reads), writes=union(lambda t: t.writes),
+        flops=mean(lambda t: t.flops), sfu_ops=mean(lambda t: t.sfu_ops),
+        attrs={**costly.attrs, "full_writes": ",".join(sorted(kills)),
+               "branch_share": "unknown" if share is None else f"{share:.4g}"})
+
+
 def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
                  vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
-    """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts. A branch between two
-    nests (``if c: nest else: nest``, a mask applied only where a tile needs it) is one sTask priced at its
-    costlier side, reading and writing what either side does and killing what both write in full."""
-    if isinstance(stmt, tirx.IfThenElse) and isinstance(stmt.then_case, tirx.For) \
-            and isinstance(stmt.else_case, tirx.For):
-        sides = [_scalar_nest(s, sid, placement, index, buffers, vdev, block_vars, fname)
-                 for s in (stmt.then_case, stmt.else_case)]
-        costly = max(sides, key=lambda t: (t.flops + t.sfu_ops, t.flops))
-        kills = [set(filter(None, t.attrs["full_writes"].split(","))) for t in sides]
-        union = lambda accs: tuple({a.buffer: a for t in sides for a in accs(t)}.values())  # noqa: E731
-        return dataclasses.replace(costly, reads=union(lambda t: t.reads), writes=union(lambda t: t.writes),
-                                   attrs={**costly.attrs, "full_writes": ",".join(sorted(kills[0] & kills[1]))})
+    """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts."""
     extents, body = [], stmt
     while isinstance(body, tirx.For):
         extents.append(int(body.extent) if isinstance(body.extent, tirx.IntImm) else None)
@@ -517,16 +526,17 @@ class _Steps:
     var: tirx.Var
     extent: Any
     grid: dict
-    limit: int = 1 << 17  # steps counted one by one; past this a branch is priced as always taken
+    limit: int = 1 << 17  # steps counted one by one; past this a branch's share is not known
 
-    def share(self, cond: Any) -> float:
-        """The share of the steps (of every block of the grid) in which ``cond`` holds; 1 where that is not known
-        at compile time (the condition reads anything but the loop variable, one launch index and constants)."""
+    def share(self, cond: Any) -> float | None:
+        """The share of the steps (of every block of the grid) in which ``cond`` holds; None where that is not
+        known at compile time (the condition reads anything but the loop variable, one launch index and
+        constants)."""
         by_name = {var.name: (var, ext) for var, ext in self.grid.values()}
         free = {n.name: n for e in (cond, self.extent) for n in _vars(e)}
         others = sorted(set(free) - {self.var.name})
         if len(others) > 1 or any(n not in by_name or not by_name[n][1] for n in others):
-            return 1.0
+            return None
         points = ([{}] if not others else
                   [{by_name[others[0]][0]: tirx.IntImm(by_name[others[0]][0].dtype, i)}
                    for i in range(by_name[others[0]][1])])
@@ -535,12 +545,12 @@ class _Steps:
         for point in points:
             trips = analyzer.simplify(tirx.stmt_functor.substitute(self.extent, point))
             if not isinstance(trips, tirx.IntImm) or total + trips.value > self.limit:
-                return 1.0
+                return None
             for k in range(trips.value):
                 at = analyzer.simplify(tirx.stmt_functor.substitute(
                     cond, {**point, self.var: tirx.IntImm(self.var.dtype, k)}))
                 if not isinstance(at, tirx.IntImm):
-                    return 1.0
+                    return None
                 taken += bool(at.value)
             total += trips.value
         return taken / total if total else 1.0

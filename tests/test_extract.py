@@ -447,3 +447,46 @@ def test_pass_uses_the_current_target(fa_func) -> None:
 def test_pass_without_sink(gemm_func, gemm: STaskGraph) -> None:
     out = pt_tvm.passes.ExtractSTaskGraph("h100")(tvm.IRModule({"main": gemm_func}))
     assert pt_tvm.passes.graph_of(out["main"]) == gemm
+
+
+# ------------------------------------------------------------------ a branch between two nests
+def _two_nests(condition: str):
+    """A pipelined loop of 16 steps whose tile is either doubled (cheap) or exponentiated (an SFU op a element),
+    chosen by ``condition``: ``"step"`` (the first 4 steps double) or ``"flag"`` (a value read at run time)."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 1024), "float32"), Flag: T.Tensor((1,), "int32"), Out: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((128, 64), "float32")
+            S = T.alloc_fragment((128, 64), "float32")
+            acc = T.alloc_fragment((128, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(16, num_stages=2):
+                T.copy(A[0, k * 64], A_s)
+                if (k < 4) if condition == "step" else (Flag[0] > 0):
+                    for i, j in T.Parallel(128, 64):
+                        S[i, j] = A_s[i, j] * 2.0
+                else:
+                    for i, j in T.Parallel(128, 64):
+                        S[i, j] = T.exp2(A_s[i, j])
+                for i, j in T.Parallel(128, 64):
+                    acc[i, j] += S[i, j]
+            T.copy(acc, Out[0, bx * 64])
+
+    return main
+
+
+@pytest.mark.parametrize("condition, share", [("step", 4 / 16), ("flag", None)])
+def test_a_branch_between_two_nests_is_priced_by_its_share(condition, share):
+    """``if c: nest else: nest`` is one sTask writing what both sides do, killing what both write in full (S: no
+    loop-carried read of an older step's S), priced at the mean of its sides over the steps where the share is
+    known at compile time (4 of 16 steps double, 12 exponentiate), at its costlier side where it is not (the
+    condition reads a tensor: the exponent, a transcendental costing four ALU operations in the cost model)."""
+    g = pt_tvm.extract(_two_nests(condition), "h100")
+    branch = one(g, OpKind.ELEMENTWISE, reads=("A_s",), writes=("S",))
+    elems = 128 * 64
+    assert branch.attrs["full_writes"] == "S"
+    assert branch.attrs["branch_share"] == ("unknown" if share is None else f"{share:.4g}")
+    assert branch.sfu_ops == pytest.approx(elems * (1.0 if share is None else 1 - share))
+    assert not [e for e in g.edges if e.buffer == "S" and e.kind == DepKind.RAW and e.distance > 0]
