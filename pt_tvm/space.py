@@ -431,10 +431,10 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     def pname(p: Any) -> str:
         return p.value if isinstance(p, Priority) else "random"
 
-    # A producer warp streams what TMA takes; a load TMA cannot take (rows not 16-byte aligned: the extraction puts it
-    # on the LSU) TileLang lowers to
-    # element-wise loads, which the producer's 32 threads would then issue alone: software pipelines only
-    streams = all(t.seu == SEUKind.TMA for t in graph.stasks if is_load(t, graph) and t.placement == Placement.LOOP)
+    # A producer warp streams what TMA takes; a load TMA cannot take (rows not 16-byte aligned: the extraction puts
+    # it on the LSU) TileLang lowers to element-wise loads, which the producer's 32 threads would then issue alone:
+    # such a loop gets software pipelines only
+    streams = all(t.seu == SEUKind.TMA for t in graph.loop_stasks if is_load(t, graph))
     if "warp_specialization" in vdev.features and streams:
         choices = reader_stages(graph, space.max_stage)
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):

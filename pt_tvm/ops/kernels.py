@@ -88,7 +88,6 @@ class Config:
                    dynamic_tokens=os.environ.get(DYNAMIC_ENV, "").strip().lower() in _ON)
 
 
-
 def tokens(name: str, n: int, least: int) -> dict[str, Any]:
     """A template's token-count parameter ``name`` at ``n``: ``n`` itself, or, with
     :attr:`Config.dynamic_tokens`, a symbolic count (``dynamic_<name>``) priced at ``n``'s bucket (at least
