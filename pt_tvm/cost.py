@@ -32,7 +32,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from .cache import atomic_write
-from .graph import OpKind, Placement, STask, STaskGraph
+from .graph import OpKind, Placement, STask, STaskGraph, dtype_bytes
 from .hw import SEUKind, VDevice
 from .lowering import FULL_ROW_POLICY, wgmma_columns
 from .plan import Append, ExecutionPlan, Style, TileOrder
@@ -303,6 +303,25 @@ def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[
     return out
 
 
+def shared_port_cycles(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
+    """Cycles a loop iteration keeps the EU's shared-memory port busy: its wgmmas' operand reads from shared
+    memory (A again for every m64nNk16, :func:`pt_tvm.lowering.wgmma_columns`) and its copies into and out of
+    shared memory, at the EU's ``smem_bandwidth`` bytes a cycle; 0 on chips without wgmma."""
+    if "wgmma" not in vdev.features or not vdev.eu.smem_bandwidth:
+        return 0.0
+    moved = sum(t.bytes for t in graph.loop_stasks if t.op in (OpKind.COPY, OpKind.ATOMIC)
+                and any(r.scope.startswith("shared") for r in (*t.reads, *t.writes)))
+    for t, wgs in gemm_warpgroups(plan, graph, vdev):
+        if t.placement != Placement.LOOP or wgs < 1:
+            continue
+        full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
+        cols = min(256, wgmma_columns(t.tile_shape[0], t.tile_shape[1], wgs, full_row))
+        size = dtype_bytes(graph.buffers[t.reads[0].buffer].dtype)
+        shared = [r.scope.startswith("shared") for r in t.reads[:2]]
+        moved += t.flops / (2 * 64 * cols * 16) * (64 * 16 * shared[0] + 16 * cols * shared[1]) * size
+    return moved / vdev.eu.smem_bandwidth
+
+
 # Cycles from issue to arrival of a global TMA load of an L2-bound loop (:func:`l2_bound`), at the least: every SM
 # keeps L2 saturated and a request waits its turn in L2's queues, so a tile arrives about this long after it is
 # issued whatever its size (its bytes stream while it waits), and a deeper pipeline, not a faster one, keeps the
@@ -431,16 +450,20 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     # a few simulated iterations of a long-latency stream (TMA behind a deep pipeline) may not reach the steady
     # state: no iteration is shorter than the work its busiest sEU does per iteration
     per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / (iters - steady_lo))
-    block = sim_end + max(0.0, graph.loop.trip_count - iters) * per_iter
+    # the timeline books each sEU alone; their shared-memory traffic together stretches every iteration
+    port = shared_port_cycles(plan, graph, vdev)
+    steady = max(per_iter, port)
+    block = sim_end + max(0.0, graph.loop.trip_count - iters) * steady + (steady - per_iter) * min(
+        iters, graph.loop.trip_count)
     blocks = graph.grid_blocks() or vdev.num_eus * bpe
     waves = int(math.ceil(blocks / (vdev.num_eus * bpe)))
-    span = per_iter * (iters - steady_lo)
+    span = steady * (iters - steady_lo)
     util = {k.value: min(1.0, v / span) if span else 0.0 for k, v in sim.busy.items() if v}
     # co-resident blocks overlap each other's idle time, but not perfectly, until an sEU is busy with all
     # their work: a block's whole work (prologue, every iteration, epilogue), not its steady loop's share
     # of its duration, which would count a short loop's fill and epilogue as busy too
     extra = max(0.0, graph.loop.trip_count - iters) / (iters - steady_lo)
-    work = max((sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy), default=0.0)
+    work = max([sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy] + [port * graph.loop.trip_count])
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     kernel_cycles = wave_cycles * waves
     if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
@@ -450,9 +473,9 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
             # each segment after the first refills the pipeline beyond what the last one's end hides
             split, fixup = Split(blocks, int(graph.loop.trip_count), vdev.num_eus), _stream_k_fixup_cycles(graph, vdev)
             after_epilogue, after_fixup = max(0.0, fill - epilogue), max(0.0, fill - fixup)
-            whole = split.waves * (split.n * per_iter + epilogue + after_epilogue)
-            head = split.head * per_iter + split.adds * fixup + epilogue
-            tail = (split.tail_quota * per_iter + split.tail_segments * fixup
+            whole = split.waves * (split.n * steady + epilogue + after_epilogue)
+            head = split.head * steady + split.adds * fixup + epilogue
+            tail = (split.tail_quota * steady + split.tail_segments * fixup
                     + (split.tail_segments - 1) * after_fixup)
             kernel_cycles, waves = fill + whole + max(head, tail), 1
         else:
@@ -460,12 +483,12 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     elif graph.loop.max_trip_count:
         # blocks of unequal length (a causal mask), the heaviest launched first: the light ones fill the last
         # wave, so the grid takes its share of the whole work, but no less than its heaviest block
-        heaviest = sim_end + max(0.0, graph.loop.max_trip_count - iters) * per_iter
+        heaviest = sim_end + max(0.0, graph.loop.max_trip_count - iters) * steady + (steady - per_iter) * iters
         kernel_cycles = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest)
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
-        cycles_per_iteration=per_iter,
+        cycles_per_iteration=steady,
         block_cycles=block,
         blocks_per_eu=bpe,
         waves=waves,

@@ -123,6 +123,8 @@ class EU:
         Per-thread register counts are allocated in multiples of this (setmaxnreg needs 8).
     min_regs_per_thread : int
         The smallest register budget a role may be given (setmaxnreg's lower bound).
+    smem_bandwidth : float
+        Bytes a cycle shared memory serves its readers and writers together (0: not modeled).
     """
 
     name: str
@@ -136,6 +138,7 @@ class EU:
     warpgroup_warps: int = 1
     reg_alloc_granularity: int = 8
     min_regs_per_thread: int = 24
+    smem_bandwidth: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"EU {self.name!r}"
@@ -155,6 +158,7 @@ class EU:
         for key in ("smem_per_block", "smem_per_eu", "regs_per_eu", "max_regs_per_thread", "max_threads_per_block",
                     "warp_size", "warpgroup_warps", "reg_alloc_granularity", "min_regs_per_thread"):
             _check_int(where, key, getattr(self, key))
+        _check_number(where, "smem_bandwidth", self.smem_bandwidth, allow_zero=True)
         if self.warp_size not in (32, 64):
             raise HardwareError(f"{where}: field 'warp_size' must be 32 (NVIDIA) or 64 (AMD), got {self.warp_size}")
         if self.smem_per_block > self.smem_per_eu:
@@ -356,6 +360,7 @@ _HOPPER_EU = EU(
     warpgroup_warps=4,
     reg_alloc_granularity=8,
     min_regs_per_thread=24,  # setmaxnreg accepts 24..256 (PTX ISA 8.x)
+    smem_bandwidth=128.0,  # 32 banks x 4 B a clock
 )
 _HOPPER = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl"})
 

@@ -201,8 +201,8 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             for v in splits:
                 consider(v, c.note.split(", tiles in ")[0] + ("" if v.tile_order.is_launch_order else
                                                               f", tiles in {v.tile_order.describe()}") + ", stream-K")
-    # on request, the best few with their gemm tiles split over the warpgroups by rows (the model prices both
-    # splits alike: measurement decides)
+    # on request, the best few with their gemm tiles split over the warpgroups by rows (wider wgmmas: fewer reads
+    # of shared memory, cost.shared_port_cycles)
     if space.row_split:
         for c in ranked(out)[:_ROW_SPLIT_VARIANTS]:
             v = row_split_variant(c.plan, graph, vdev)

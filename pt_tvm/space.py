@@ -400,7 +400,8 @@ def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
     """The warp-specialized plan with its gemm tiles split over the warpgroups by rows only, where that widens
     a warpgroup's wgmma (:func:`pt_tvm.lowering.wgmma_columns`): TileLang's ``Square`` policy gives 128x256 on
     two warpgroups 2 x m64n128 each and 256x128 4 x m64n64, rows give them m64n256 and 2 x m64n128; else
-    None. The cost model prices the wider wgmma's fewer operand reads (:data:`pt_tvm.cost.WGMMA_OPERAND_COST`)."""
+    None. The cost model prices the wider wgmma's fewer operand reads (:data:`pt_tvm.cost.WGMMA_OPERAND_COST`,
+    :func:`pt_tvm.cost.shared_port_cycles`)."""
     if plan.style != Style.WARP_SPECIALIZED or plan.row_split:
         return None
     for t, wgs in gemm_warpgroups(plan, graph, vdev):
