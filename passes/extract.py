@@ -205,8 +205,10 @@ def _ints(values: Sequence[Any]) -> tuple[int | None, ...]:
 def _buffers(func: tirx.PrimFunc, block: tirx.SBlock, symbols: Mapping[tirx.Var, int]) -> dict[str, BufferInfo]:
     bufs = {}
     for b in [*func.buffer_map.values(), *block.alloc_buffers]:
-        shape = [tirx.stmt_functor.substitute(d, dict(symbols)) for d in b.shape] if symbols else b.shape
-        bufs[text(b.name)] = BufferInfo(name=text(b.name), shape=_ints(shape), dtype=text(b.dtype), scope=_scope(b))
+        shape, strides = ([tirx.stmt_functor.substitute(d, dict(symbols)) for d in dims] if symbols else dims
+                          for dims in (b.shape, b.strides))
+        bufs[text(b.name)] = BufferInfo(name=text(b.name), shape=_ints(shape), dtype=text(b.dtype), scope=_scope(b),
+                                        strides=_ints(strides))
     return bufs
 
 
@@ -489,8 +491,12 @@ def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice, buffers: dict[str, Buf
 def _tma_strides(buffer: BufferInfo) -> bool:
     """Whether TMA can address ``buffer``: each of its row strides a multiple of 16 bytes (a tensor map's rule).
     TileLang 0.1.15 lowers a copy of a tensor whose rows are not to element-wise loads and stores (a fp16 GEMM at
-    K = 1004 does, at 1000 and 1008 it takes TMA); a stride of symbolic size is taken as aligned."""
-    stride = dtype_bytes(buffer.dtype)
+    K = 1004 does, at 1000 and 1008 it takes TMA); the strides are the buffer's own where it declares them
+    (``T.StridedTensor``), else those of packed rows; a stride of symbolic size is taken as aligned."""
+    size = dtype_bytes(buffer.dtype)
+    if buffer.strides:
+        return all(s is None or s * size % 16 == 0 for s in buffer.strides[:-1])
+    stride = size
     for extent in reversed(buffer.shape[1:]):
         if extent is None:
             return True

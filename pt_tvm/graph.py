@@ -88,6 +88,7 @@ class BufferInfo:
     shape: tuple[int | None, ...]
     dtype: str
     scope: str  # "global" | "shared" | "fragment" | "local"
+    strides: tuple[int | None, ...] = ()  # elements between neighbours along each dim; () for packed rows
 
     @property
     def nbytes(self) -> int | None:
@@ -319,7 +320,8 @@ class STaskGraph:
                          "writes": tuple(_access(a) for a in t["writes"])})
                 for t in d["stasks"])
             edges = tuple(Edge(**{**e, "kind": DepKind(e["kind"])}) for e in d["edges"])
-            buffers = {k: BufferInfo(**{**b, "shape": tuple(b["shape"])}) for k, b in d["buffers"].items()}
+            buffers = {k: BufferInfo(**{**b, "shape": tuple(b["shape"]), "strides": tuple(b.get("strides", ()))})
+                       for k, b in d["buffers"].items()}
             return cls(name=d["name"], target=d["target"], stasks=stasks, edges=edges, buffers=buffers,
                        loop=LoopInfo(**d["loop"]), grid=dict(d["grid"]), threads=int(d["threads"]),
                        symbols={str(k): int(v) for k, v in d.get("symbols", {}).items()})

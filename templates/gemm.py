@@ -64,21 +64,28 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
     return mainloop
 
 
+def _operand(shape: tuple, dtype: str, row_stride: int) -> Any:
+    """A global operand's type: rows packed, or (``row_stride``) ``row_stride`` elements apart, as in a view of
+    a wider tensor's columns or rows copied to 16-byte boundaries, where TMA can address them."""
+    return T.StridedTensor(shape, (row_stride, 1), dtype) if row_stride else T.Tensor(shape, dtype)
+
+
 def build_gemm(
     M: int, N: int, K: int, dtype: str, trans_B: bool,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
-    dynamic_M: bool = False,
+    dynamic_M: bool = False, lda: int = 0, ldb: int = 0,
 ):
     """``C = A @ B`` (``A @ B^T`` with ``trans_B``) with fp32 accumulation; ``C`` is stored in the input
     dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed).
-    ``dynamic_M``: one kernel for every row count, priced at ``M``."""
+    ``dynamic_M``: one kernel for every row count, priced at ``M``. ``lda``, ``ldb``: the row strides of ``A``
+    and ``B`` in elements (0: packed rows)."""
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
-    b_shape = _b_shape(N, K, trans_B)
     rows = size("M", M, dynamic_M)
+    a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
 
     @T.prim_func
-    def gemm(A: T.Tensor((rows, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((rows, N), dtype)):
+    def gemm(A: a_type, B: b_type, C: T.Tensor((rows, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
@@ -240,6 +247,12 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     for flag in ("trans_B", "dynamic_M"):
         if not isinstance(problem.get(flag, True), bool):
             raise TemplateError(f"gemm: parameter {flag!r} must be a bool, got {problem[flag]!r}")
+    b_cols = problem["K"] if problem.get("trans_B") else problem["N"]
+    for key, cols in (("lda", problem["K"]), ("ldb", b_cols)):
+        stride = problem.get(key, 0)
+        if not isinstance(stride, int) or isinstance(stride, bool) or (stride and stride < cols):
+            raise TemplateError(f"gemm: parameter {key!r} (a row stride in elements, 0 for packed rows) must be 0 "
+                                f"or at least the row's {cols} elements, got {stride!r}")
     params = {**problem, **tile}
     for key in ("M", "N", "K", "block_M", "block_N", "block_K", "threads"):
         if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] <= 0:
@@ -302,10 +315,12 @@ def _randn(shape: tuple[int, ...], dtype: str, device: Any, generator: torch.Gen
 
 
 def _make_gemm_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
-    """Random ``A[M, K]`` and ``B[K, N]`` (``[N, K]`` with ``trans_B``) in the problem dtype."""
+    """Random ``A[M, K]`` and ``B[K, N]`` (``[N, K]`` with ``trans_B``) in the problem dtype; with ``lda`` or
+    ``ldb``, views of the first columns of wider random tensors."""
     M, N, K, dtype = problem["M"], problem["N"], problem["K"], problem["dtype"]
-    b_shape = _b_shape(N, K, problem["trans_B"])
-    return _randn((M, K), dtype, device, generator), _randn(b_shape, dtype, device, generator)
+    a_shape, b_shape = (M, K), _b_shape(N, K, problem["trans_B"])
+    return tuple(_randn((rows, stride or cols), dtype, device, generator)[:, :cols]
+                 for (rows, cols), stride in ((a_shape, problem.get("lda", 0)), (b_shape, problem.get("ldb", 0))))
 
 
 def _make_rowsum_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -390,6 +405,7 @@ def _swiglu_flops(problem: Mapping[str, Any]) -> float:
 
 _PROBLEM = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16", "trans_B": False}
 _DYNAMIC = {"dynamic_M": False}  # True: a symbolic row count, M only prices it (the ops' token buckets)
+_STRIDES = {"lda": 0, "ldb": 0}  # A's and B's row strides in elements; 0: packed rows
 _TILE = {"block_M": 128, "block_N": 128, "block_K": 64, "threads": 128}
 _TILE_SPACE = {"block_M": (64, 128, 256), "block_N": (64, 128, 160, 192, 224, 256), "block_K": (32, 64),
                "threads": (128, 256)}
@@ -398,7 +414,7 @@ GEMM = Template(
     name="gemm",
     builder=build_gemm,
     reference=_gemm_reference,
-    problem={**_PROBLEM, **_DYNAMIC},
+    problem={**_PROBLEM, **_DYNAMIC, **_STRIDES},
     tile={**_TILE, "swap_ab": 0},
     tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "swap_ab": (0, 1)},
     make_inputs=_make_gemm_inputs,

@@ -233,7 +233,8 @@ def test_second_call_of_a_shape_does_no_search_and_no_compile(dispatch, caplog):
     assert not torch.equal(first, second)
     records = [r for r in caplog.records if r.name == "pt_tvm.ops"]
     assert len(records) == 1, "the schedule choice is logged once per shape"
-    assert "gemm {M=128, N=128, K=128, dtype=float16, trans_B=True, dynamic_M=False} on h100" in records[0].getMessage()
+    assert ("gemm {M=128, N=128, K=128, dtype=float16, trans_B=True, dynamic_M=False, lda=0, ldb=0} on h100"
+            in records[0].getMessage())
     assert "from search" in records[0].getMessage()
     ops.matmul(randn(128, 64), randn(64, 128))  # another problem (trans_B=False): its own search and compile
     assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
@@ -322,7 +323,7 @@ def test_dynamic_tokens_compile_one_kernel_per_bucket(dispatch, caplog):
         ops.swiglu(randn(7, 96), w)  # 7 rows: the bucket's floor, a tile's 64
     assert (calls.search, calls.compile, len(store)) == (3, 3, 3)
     messages = [r.getMessage() for r in caplog.records if r.name == "pt_tvm.ops"]
-    assert "gemm {M=512, N=128, K=96, dtype=float16, trans_B=True, dynamic_M=True}" in messages[0]
+    assert "gemm {M=512, N=128, K=96, dtype=float16, trans_B=True, dynamic_M=True, lda=0, ldb=0}" in messages[0]
     assert "M=1024" in messages[1] and "gemm_swiglu {M=64, N=64, K=96, dtype=float16, dynamic_M=True}" in messages[2]
 
 
@@ -469,6 +470,29 @@ def test_ragged_matmul_and_ssd_through_the_dispatch(dispatch):
     ref, ref_final = ssd_recurrence(x, dt, A, B, C)
     assert rel_err(out.float(), ref) < REL_TOL["float16"] and rel_err(final, ref_final) < 1e-5
     assert (calls.search, calls.compile) == (3, 3)
+
+
+def test_gemm_operands_lie_as_rows_on_16_byte_boundaries_or_are_copied_to_them(dispatch):
+    """A ``K`` of 75 fp16 (150-byte rows, which TMA cannot address) is copied once into rows 80 elements apart and
+    its kernel built for that stride (``lda``); a view of 75 columns of a 128-wide tensor (256-byte rows) is read as
+    it lies, as is a contiguous B; a view starting 2 bytes into its storage is copied. Every result is checked."""
+    from pt_tvm.ops.gemm import _tma_rows
+
+    calls, store = dispatch
+    wide, b = randn(100, 128), randn(75, 136, seed=1)
+    packed, view, shifted = wide[:, :75].contiguous(), wide[:, :75], wide[:, 1:76]
+    assert _tma_rows(view) == (view, 128) and _tma_rows(b) == (b, 0)
+    for a, lda in ((packed, 80), (view, 128), (shifted, 80)):
+        copied, stride = _tma_rows(a)
+        assert stride == lda and copied.stride() == (lda, 1) and copied.storage_offset() == 0
+        assert torch.equal(copied, a)
+        assert rel_err(ops.matmul(a, b).float(), a.float() @ b.float()) < REL_TOL["float16"]
+    weight = randn(136, 75, seed=2)  # linear's weight [out, in]: B's rows (ldb) copied alike
+    assert rel_err(ops.linear(view, weight).float(), view.float() @ weight.float().T) < REL_TOL["float16"]
+    problems = [dict(key[1]) for key in store._kernels]
+    assert sorted((p.get("lda", 0), p.get("ldb", 0), p["trans_B"]) for p in problems) == [
+        (80, 0, False), (128, 0, False), (128, 80, True)]
+    assert calls.search == 3
 
 
 def test_the_real_compile_step_runs_once_per_shape(monkeypatch, tmp_path):

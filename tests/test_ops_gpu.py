@@ -131,6 +131,17 @@ def test_linear(gen, shape, bias, dtype):
     close(out, F.linear(x.float(), w.float(), b.float() if bias else None), dtype, "linear")
 
 
+def test_gemm_rows_as_they_lie_or_copied_to_16_byte_boundaries(gen):
+    """K = 1001 fp16 (rows TMA cannot address: copied into rows 1008 apart), 1001 columns of a 1024-wide tensor
+    (read as they lie), a view starting one element in (copied), and linear's weight of 1001 columns."""
+    wide = randn(gen, 777, 1024)
+    b, w = randn(gen, 1001, 520), randn(gen, 520, 1001)
+    for label, a in (("packed", wide[:, :1001].contiguous()), ("view", wide[:, :1001]), ("shifted", wide[:, 3:1004])):
+        close(ops.matmul(a, b), a.float() @ b.float(), F16, f"matmul K=1001 {label}")
+    x = wide[:, :1001].reshape(7, 111, 1001)
+    close(ops.linear(x, w), F.linear(x.float(), w.float()), F16, "linear K=1001 view")
+
+
 def test_dynamic_tokens_one_kernel_a_bucket(gen, tmp_path):
     """``dynamic_tokens``: one symbolic-M kernel serves every token count of its bucket, each result exact; the
     counts 1, 300, 333 and 512 take two kernels (buckets 64 and 512), 5000 a third."""

@@ -117,6 +117,34 @@ def test_rows_tma_cannot_address_are_loaded_by_every_thread(K, tma):
     assert ("cp_async_gs<8>" in cuda) == (K == 1004)
 
 
+@pytest.mark.parametrize("trans_B", [False, True])
+def test_rows_at_a_16_byte_stride_are_loaded_by_tma(trans_B):
+    """The same K = 1001 with A's rows 1008 elements apart (``lda``; a view of a wider tensor, or rows the op copied
+    to 16-byte boundaries): a tensor map of the 1001 columns at that stride, so TMA loads the tiles and
+    zero-fills past the last column, and the warp-specialized plans are back; ``ldb`` alike for B's rows."""
+    vdev = hw.get("h100")
+    K, N = 1001, 1000
+    result, _, build = schedule_template("gemm", vdev, params={"M": 1024, "N": N, "K": K, "trans_B": trans_B,
+                                                               "lda": 1008, "ldb": 1008 if trans_B else 1024})
+    graph = result.best.graph
+    assert graph.buffers["A"].strides == (1008, 1) and all(
+        t.seu == hw.SEUKind.TMA for t in graph.loop_stasks if t.op.value == "copy")
+    assert result.best.plan.style.value == "warp_specialized"
+    host = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs).host_mod.script()
+    a_map = re.search(r'__tvm_tensormap_create_tiled", A_desc, \d+, 2, A, (\d+), (\d+), 2, (\d+),', host)
+    assert a_map and tuple(map(int, a_map.groups())) == (K, 1024, 1008 * 2)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("lda", 1000, "'lda' .* must be 0 or at least the row's 1001 elements, got 1000"),
+    ("ldb", -8, "'ldb' .* must be 0 or at least the row's 512 elements, got -8"),
+    ("lda", 1008.0, "'lda' .* got 1008.0"),
+])
+def test_row_strides_shorter_than_a_row_are_refused(key, value, message):
+    with pytest.raises(TemplateError, match=message):
+        schedule_template("gemm", hw.get("h100"), params={"M": 256, "N": 512, "K": 1001, key: value})
+
+
 @pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
 def test_a_partial_last_chunk_is_a_chunk(name):
     """seqlen 1000 in chunks of 256: four chunks per head, the last one partial."""

@@ -27,12 +27,14 @@ ROPE_OP, ROPE_TEMPLATE = "pt_tvm.ops.qkv_rope", "gemm_rope"
 
 
 def _check_gemm(op: str, a: Tensor, b: Tensor, b_dims: tuple, names: tuple = ("a", "b"),
-                bias: Optional[Tensor] = None) -> checks.Dims:
-    """``a [M, K]`` and ``b`` (``b_dims``) as the kernel takes them, and ``bias [N]`` (any layout) when
-    given; returns the bound sizes."""
+                bias: Optional[Tensor] = None, strided: bool = False) -> checks.Dims:
+    """``a [M, K]`` and ``b`` (``b_dims``) as the kernel takes them (contiguous, or with ``strided`` rows of any
+    stride: :func:`_tma_rows`), and ``bias [N]`` (any layout) when given; returns the bound sizes."""
     dims = checks.Dims(op)
     for name, t, layout in ((names[0], a, ("M", "K")), (names[1], b, b_dims)):
-        checks.tensor(op, name, t, layout, checks.HALF)
+        checks.tensor(op, name, t, layout, checks.HALF, contiguous=not strided)
+        if strided:
+            _rows_as_they_lie(op, name, t)
         dims.bind(name, t, layout)
     if b.dtype != a.dtype:
         raise ArgumentTypeError(f"{op}: argument {names[1]!r} is {b.dtype} but {names[0]!r} is {a.dtype}")
@@ -48,29 +50,66 @@ def _b_dims(trans_b: bool) -> tuple:
     return ("N", "K") if trans_b else ("K", "N")
 
 
+def _rows_as_they_lie(op: str, name: str, t: Tensor) -> None:
+    """Refuse a 2-D operand whose elements do not lie as rows: unit stride along a row, rows no closer than
+    their length (a contiguous tensor, or a view of some columns of a wider one)."""
+    rows, cols = t.shape
+    if (cols > 1 and t.stride(1) != 1) or (rows > 1 and t.stride(0) < cols):
+        raise ArgumentError(f"{op}: argument {name!r} must be contiguous or rows of a wider tensor (strides "
+                            f"{t.stride()} for shape {tuple(t.shape)}); pass {name}.contiguous()")
+
+
+def _tma_rows(t: Tensor) -> tuple[Tensor, int]:
+    """``t [rows, cols]`` as the kernel reads it, and its row stride (0: packed): as it lies where TMA can address
+    its rows (each row stride and the start on a 16-byte boundary), else copied once into rows at the next
+    16-byte stride, which the kernel loads through TMA where it would load ``t`` as it lies an element at a
+    time (an fp16 ``K`` of 4001: 240 against 725 TFLOP/s, benchmarks/results/2026-11-28-h100-tma-rows)."""
+    rows, cols = t.shape
+    size = t.element_size()
+    stride = t.stride(0) if rows > 1 else cols
+    if stride * size % checks.ALIGN == 0 and t.storage_offset() * size % checks.ALIGN == 0:
+        return t, (0 if stride == cols else stride)
+    padded = -(-cols * size // checks.ALIGN) * checks.ALIGN // size
+    aligned = t.new_empty((rows, padded))[:, :cols]
+    aligned.copy_(t)
+    return aligned, padded
+
+
 @torch.library.custom_op("pt_tvm::gemm", mutates_args=())
 def gemm(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
     """``a @ b`` (``a @ b.T`` with ``trans_b``) with float32 accumulation: ``a [M, K]``, ``b [K, N]``
-    (``[N, K]`` with ``trans_b``), float16 or bfloat16, contiguous, on one CUDA device; returns ``[M, N]``."""
-    dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b))
+    (``[N, K]`` with ``trans_b``), float16 or bfloat16, on one CUDA device; returns ``[M, N]``. Each operand is
+    contiguous or some columns of a wider tensor (read as it lies where its rows start on 16-byte boundaries,
+    else copied once a call into rows that do: :func:`_tma_rows`)."""
+    dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b), strided=True)
+    (a, lda), (b, ldb) = _tma_rows(a), _tma_rows(b)
+    strides = {key: stride for key, stride in (("lda", lda), ("ldb", ldb)) if stride}  # packed: the default
     problem = {**rows(dims["M"]), "N": dims["N"], "K": dims["K"], "dtype": str(a.dtype).removeprefix("torch."),
-               "trans_B": trans_b}
+               "trans_B": trans_b, **strides}
     return launch(TEMPLATE, problem, a, b)
 
 
 @gemm.register_fake
 def _(a, b, trans_b=False):
-    dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b))
+    dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b), strided=True)
     return a.new_empty((dims["M"], dims["N"]))
 
 
-def _over_rows(op: str, name: str, x: Tensor, kernel: Callable[[Tensor], Tensor]) -> Tensor:
+def _over_rows(op: str, name: str, x: Tensor, kernel: Callable[[Tensor], Tensor], strided: bool = False) -> Tensor:
     """``kernel`` (which checks its other arguments) on ``x [..., K]`` with its leading dims folded into M as a
-    view, its ``[M, N]`` result unfolded the same way; ``x`` needs at least one dim and to be contiguous."""
+    view, its ``[M, N]`` result unfolded the same way; ``x`` needs at least one dim and to be contiguous, or
+    with ``strided`` rows its leading dims fold over (some columns of a wider tensor)."""
     if x.dim() == 0:
         raise ArgumentError(f"{op}: argument {name!r} must have at least one dim [..., K], got a scalar")
-    checks.tensor(op, name, x, (*(f"d{i}" for i in range(x.dim() - 1)), "K"), checks.HALF)
-    out = kernel(x.view(math.prod(x.shape[:-1]), x.shape[-1]))
+    checks.tensor(op, name, x, (*(f"d{i}" for i in range(x.dim() - 1)), "K"), checks.HALF, contiguous=not strided)
+    try:
+        folded = x.view(math.prod(x.shape[:-1]), x.shape[-1])
+    except RuntimeError:  # leading dims that do not fold into one stride
+        folded = None
+    if folded is None or (x.shape[-1] > 1 and x.stride(-1) != 1):
+        raise ArgumentError(f"{op}: argument {name!r} must be contiguous or rows of a wider tensor (strides "
+                            f"{x.stride()} for shape {tuple(x.shape)}); pass {name}.contiguous()")
+    out = kernel(folded)
     return out.view(*x.shape[:-1], out.shape[-1])
 
 
@@ -80,15 +119,15 @@ torch.library.define("pt_tvm::matmul", "(Tensor a, Tensor b) -> Tensor")
 @torch.library.impl("pt_tvm::matmul", "CompositeImplicitAutograd")
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
     def kernel(rows: Tensor) -> Tensor:
-        _check_gemm("pt_tvm.ops.matmul", rows, b, ("K", "N"))
+        _check_gemm("pt_tvm.ops.matmul", rows, b, ("K", "N"), strided=True)
         return gemm(rows, b)
 
-    return _over_rows("pt_tvm.ops.matmul", "a", a, kernel)
+    return _over_rows("pt_tvm.ops.matmul", "a", a, kernel, strided=True)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """``a @ b`` for ``a [..., K]`` and a matrix ``b [K, N]`` (float16 or bfloat16, contiguous, one CUDA
-    device): ``torch.matmul`` with ``b`` 2-D. Returns ``[..., N]``."""
+    """``a @ b`` for ``a [..., K]`` and a matrix ``b [K, N]`` (float16 or bfloat16, one CUDA device; contiguous or
+    rows of a wider tensor, as :func:`gemm` takes them): ``torch.matmul`` with ``b`` 2-D. Returns ``[..., N]``."""
     return torch.ops.pt_tvm.matmul(a, b)
 
 
@@ -98,16 +137,17 @@ torch.library.define("pt_tvm::linear", "(Tensor x, Tensor weight, Tensor? bias=N
 @torch.library.impl("pt_tvm::linear", "CompositeImplicitAutograd")
 def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     def kernel(rows: Tensor) -> Tensor:
-        _check_gemm("pt_tvm.ops.linear", rows, weight, ("N", "K"), names=("x", "weight"), bias=bias)
+        _check_gemm("pt_tvm.ops.linear", rows, weight, ("N", "K"), names=("x", "weight"), bias=bias, strided=True)
         return gemm(rows, weight, trans_b=True)
 
-    out = _over_rows("pt_tvm.ops.linear", "x", x, kernel)
+    out = _over_rows("pt_tvm.ops.linear", "x", x, kernel, strided=True)
     return out if bias is None else out + bias
 
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``x @ weight.T + bias`` as ``torch.nn.functional.linear``: ``x [..., in]``, ``weight [out, in]``,
-    ``bias [out]`` (float16 or bfloat16, contiguous, one CUDA device). Returns ``[..., out]``."""
+    ``bias [out]`` (float16 or bfloat16, one CUDA device; ``x`` and ``weight`` contiguous or rows of a wider tensor,
+    as :func:`gemm` takes them). Returns ``[..., out]``."""
     return torch.ops.pt_tvm.linear(x, weight, bias)
 
 
