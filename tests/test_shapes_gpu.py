@@ -56,6 +56,8 @@ RAGGED = [
     ("gemm", {"M": 300, "N": 700, "K": 520, "trans_B": True, "swap_ab": 1, "block_M": 112, "dtype": "bfloat16"}),
     ("gemm", {"M": 1000, "N": 1000, "K": 520, "trans_B": True, "block_M": 256, "block_N": 160}),  # 160 a thread
     ("gemm", {"M": 777, "N": 1000, "K": 520, "trans_B": True, "swap_ab": 1, "block_M": 160, "block_N": 256}),
+    ("gemm", {"M": 777, "N": 1000, "K": 1001, "lda": 1008}),  # A's rows 16 bytes apart: TMA, zero-filled past K
+    ("gemm", {"M": 300, "N": 520, "K": 1001, "trans_B": True, "lda": 1024, "ldb": 1008}),
     ("gemm_rowsum", {"M": 1000, "N": 700, "K": 520}),
     # SwiGLU swapped: the tokens on the N side, the gate's and the up projection's rows on the M side
     ("gemm_swiglu", {"M": 777, "N": 1000, "K": 520, "swap_ab": 1, "block_M": 112, "block_N": 256}),
