@@ -1,13 +1,14 @@
 #!/bin/bash
 # The gemm-core suite on a 2-GPU machine asked as nvidia-h100-x2 and served by two H200s, at COMMIT (a87f470): the
-# cost model with the shared-memory port (eed0d50) ranks the plans the tuner measures (its top 4 of distinct tile, roles and row split), so this run is the
-# model's check on measurements it was not fitted to (2026-11-27-x4-suites and 2026-11-28-h200-x2-suites were).
+# cost model with the shared-memory port (eed0d50) ranks the plans the tuner measures (its top 4 of distinct tile,
+# roles and row split), so this run is the model's check on measurements it was not fitted to (2026-11-27-x4-suites
+# and 2026-11-28-h200-x2-suites were).
 # The H100 run's harness: four interleaved shards, one a GPU, two side by side (every ratio compares systems of one
 # config timed on one GPU); systems pt-tvm (tuned), pt-tvm-model (the model's first pick) and cuBLAS. One call,
 # from the project root, carrying .gpu-bundle:
-#   bash benchmarks/results/2026-11-28-h100-x2-gemm/run.sh COMMIT
+#   bash benchmarks/results/2026-11-28-h100-x2-gemm/run.sh COMMIT   (this folder's name before the cards were known)
 # then `python -m benchmarks merge gemm-core-*.json --out gemm-core.json` (kept gzipped, the shards' JSONs not) and
-# `python -m benchmarks model-check gemm-core.json --target h100 > model-check.md` on any machine.
+# `python -m benchmarks model-check gemm-core.json.gz --target h200 > model-check.md` on any machine.
 set -u
 export PT_TVM_GIT_COMMIT=${1:-unknown}
 source benchmarks/gpu-env.sh
