@@ -120,3 +120,17 @@ def test_candidates_settle_before_each_timed_round(monkeypatch):
     measure.time_replayed({"a": "a", "b": "b"}, [()], rounds=2, warmup_ms=1.0, round_ms=4.0, settle_ms=10.0)
     assert calls[-8:] == [("a", 20), ("a", 8), ("b", 20), ("b", 8), ("b", 20), ("b", 8), ("a", 20), ("a", 8)]
     assert inspect.signature(tune.tune_template).parameters["settle_ms"].default == measure.SETTLE_MS
+
+
+def test_refinement_keeps_the_model_pick_unless_another_plan_measured_clearly_faster(gemm_result):
+    """A plan measured faster than the model's first pick by less than REFINE_MARGIN is noise between runs, not
+    a better plan; by more, it replaces the pick; a first pick that failed to run is replaced by the fastest."""
+    from pt_tvm.tune import REFINE_MARGIN, Measured, refined
+
+    first, second, third = gemm_result.ranked[:3]
+    close = [Measured(first, 1.0, 1e-4), Measured(second, 1.0 / (1 + REFINE_MARGIN / 2), 1e-4),
+             Measured(third, 1.1, 1e-4)]
+    assert refined(close, first).candidate is first
+    clear = [Measured(first, 1.0, 1e-4), Measured(second, 1.0 / (1 + 2 * REFINE_MARGIN), 1e-4)]
+    assert refined(clear, first).candidate is second
+    assert refined([Measured(third, 1.1, 1e-4), Measured(second, 1.2, 1e-4)], first).candidate is third
