@@ -27,7 +27,7 @@ from .errors import PtTvmError
 from .fanout import Fanout, Outcome, Task
 from .passes import extract_stask_graph
 from .plan import ExecutionPlan
-from .tune import DEFAULT_TOP_K, compile_one, diverse_top
+from .tune import DEFAULT_TOP_K, REFINE_MARGIN, compile_one, diverse_top
 from .tunedb import Record, Status, TuningDatabase, job_id, tuning_key
 from .worker import MEASURE
 
@@ -67,7 +67,7 @@ class Planned:
 class ShapeResult:
     planned: Planned
     records: tuple[Record, ...]  # one per plan measured (or failed) in this run, resumed ones included
-    best: Record | None          # the database's fastest ok record for the key
+    best: Record | None          # the database's pick for the key (TuningDatabase.best with REFINE_MARGIN)
 
     def summary(self) -> str:
         ok = sum(r.status is Status.OK for r in self.records)
@@ -89,12 +89,13 @@ def plan_shape(job: tuple) -> Planned:
 
 
 def tuned_plan(template: str, problem: Mapping[str, Any], target: Any, db: TuningDatabase) -> ExecutionPlan | None:
-    """The fastest plan measured for ``template`` at ``problem`` on ``target``'s chip, or None (what a
-    model's ops start from before searching)."""
+    """The plan measured for ``template`` at ``problem`` on ``target``'s chip that measured refinement keeps (the
+    model's pick unless another was faster by more than REFINE_MARGIN), or None (what a model's ops start from
+    before searching)."""
     vdev = hw.for_target(target)
     problem, _ = templates.get(template).resolve_problem(**dict(problem))
     return db.best_plan(tuning_key(extract_stask_graph(templates.get(template).build(**problem), vdev), vdev,
-                                   template, problem))
+                                   template, problem), REFINE_MARGIN)
 
 
 def load_shapes(path: str) -> list[Shape]:
@@ -230,7 +231,7 @@ def tune_shapes(shapes: Sequence[Shape], target: Any, *, tracker: str | tuple[st
     for i in range(len(shapes)):
         p = planned[i]
         records = tuple(r for r in (db.job(job_id(p.key, plan)) for plan in p.plans) if r is not None)
-        out.append(ShapeResult(p, records, db.best(p.key)))
+        out.append(ShapeResult(p, records, db.best(p.key, REFINE_MARGIN)))
     return out
 
 

@@ -170,14 +170,24 @@ class TuningDatabase:
             self._scan()
             return self._jobs.get(job)
 
-    def best(self, key: str) -> Record | None:
-        """The fastest ok record of ``key``, or None."""
-        ok = [r for r in self.records(key) if r.status is Status.OK]
-        return min(ok, key=lambda r: r.ms) if ok else None
+    def best(self, key: str, margin: float = 0.0) -> Record | None:
+        """The fastest ok record of ``key``, or None. With ``margin``: the record of the model's pick (the lowest
+        ``predicted_ms`` of the key's records) where it ran and no other measured faster by more than that share,
+        measured refinement's rule (:data:`pt_tvm.tune.REFINE_MARGIN`; here the plans' times may come from
+        different GPUs)."""
+        records = self.records(key)
+        ok = [r for r in records if r.status is Status.OK]
+        if not ok:
+            return None
+        fastest = min(ok, key=lambda r: r.ms)
+        priced = [r for r in records if r.meta.get("predicted_ms") is not None]
+        first = min(priced, key=lambda r: r.meta["predicted_ms"]) if margin and priced else None
+        keep = first is not None and first.status is Status.OK and first.ms <= fastest.ms * (1 + margin)
+        return first if keep else fastest
 
-    def best_plan(self, key: str) -> ExecutionPlan | None:
+    def best_plan(self, key: str, margin: float = 0.0) -> ExecutionPlan | None:
         """The plan of :meth:`best` (what a model starts from), or None when ``key`` was never measured."""
-        best = self.best(key)
+        best = self.best(key, margin)
         return best.execution_plan() if best is not None else None
 
     def _scan(self) -> None:

@@ -66,6 +66,23 @@ def test_round_trip_best_and_plan(gemm, tmp_path):
     assert again.job(job_id(key, {**plan, "note": 9})).status is Status.FAILED
 
 
+def test_best_with_a_margin_keeps_the_model_pick_unless_clearly_beaten(gemm, tmp_path):
+    """Measured refinement's rule over the database: the record with the lowest predicted time (the model's pick)
+    stays the best unless another measured faster by more than the margin, or it did not run."""
+    _, key, plan = gemm
+    db = TuningDatabase(str(tmp_path))
+    for i, (ms, predicted) in enumerate([(1.0, 0.8), (0.99, 0.9), (1.2, 1.0)]):
+        db.append(_record(key, plan, ms, variant=i, meta={"predicted_ms": predicted}))
+    assert db.best(key).ms == 0.99 and db.best(key, 0.015).ms == 1.0
+    db.append(_record(key, plan, 0.97, variant=3, meta={"predicted_ms": 0.95}))
+    assert db.best(key, 0.015).ms == 0.97
+    other = "e" * 64
+    db.append(_record(other, plan, None, Status.FAILED, variant=0, error="hung", meta={"predicted_ms": 0.5}))
+    db.append(_record(other, plan, 0.4, variant=1, meta={"predicted_ms": 0.6}))
+    db.append(_record(other, plan, 0.3, variant=2, meta={"predicted_ms": 0.7}))
+    assert db.best(other, 0.015).ms == 0.3  # the model's pick failed: the fastest
+
+
 def test_an_ok_record_needs_a_time(gemm):
     _, key, plan = gemm
     with pytest.raises(ValueError, match="positive ms"):
