@@ -483,7 +483,8 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     elif graph.loop.max_trip_count:
         # blocks of unequal length (a causal mask), the heaviest launched first: the light ones fill the last
         # wave, so the grid takes its share of the whole work, but no less than its heaviest block
-        heaviest = sim_end + max(0.0, graph.loop.max_trip_count - iters) * steady + (steady - per_iter) * iters
+        heaviest = (sim_end + max(0.0, graph.loop.max_trip_count - iters) * steady
+                    + (steady - per_iter) * min(iters, graph.loop.max_trip_count))
         kernel_cycles = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest)
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
