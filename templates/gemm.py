@@ -16,7 +16,7 @@ import torch
 
 from .base import FAST_MATH, Template, TemplateError, priced, size
 
-__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE", "build_repack"]
+__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
 
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
@@ -68,26 +68,6 @@ def _operand(shape: tuple, dtype: str, row_stride: int) -> Any:
     """A global operand's type: rows packed, or (``row_stride``) ``row_stride`` elements apart, as in a view of
     a wider tensor's columns or rows copied to 16-byte boundaries, where TMA can address them."""
     return T.StridedTensor(shape, (row_stride, 1), dtype) if row_stride else T.Tensor(shape, dtype)
-
-
-REPACK_BLOCK = 1024  # elements a block of the repack kernel copies, 8 a thread
-
-
-def build_repack(cols: int, row_stride: int, dtype: str):
-    """``repack(dst, src)``: packed rows of ``cols`` elements (``src``, read as one flat run; any number of rows, an
-    argument) copied into rows ``row_stride`` elements apart (``dst``): an operand whose rows TMA cannot address
-    made into one whose rows it can (``lda``, ``ldb``; :func:`pt_tvm.ops.gemm.gemm`)."""
-    rows = T.dynamic("rows")
-    total = rows * cols
-
-    @T.prim_func
-    def repack(dst: T.StridedTensor((rows, cols), (row_stride, 1), dtype), src: T.Tensor((total,), dtype)):
-        with T.Kernel(T.ceildiv(total, REPACK_BLOCK), threads=128) as bx:
-            for i in T.Parallel(REPACK_BLOCK):
-                if bx * REPACK_BLOCK + i < total:
-                    dst[(bx * REPACK_BLOCK + i) // cols, (bx * REPACK_BLOCK + i) % cols] = src[bx * REPACK_BLOCK + i]
-
-    return repack
 
 
 def build_gemm(

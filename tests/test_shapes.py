@@ -8,7 +8,6 @@ import shutil
 import warnings
 
 import pytest
-import tilelang
 import tilelang.language as T
 from _util import compiles_without_spills
 
@@ -134,17 +133,6 @@ def test_rows_at_a_16_byte_stride_are_loaded_by_tma(trans_B):
     host = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs).host_mod.script()
     a_map = re.search(r'__tvm_tensormap_create_tiled", A_desc, \d+, 2, A, (\d+), (\d+), 2, (\d+),', host)
     assert a_map and tuple(map(int, a_map.groups())) == (K, 1024, 1008 * 2)
-
-
-def test_the_repack_kernel_copies_flat_rows_into_16_byte_rows():
-    """The ops' copy of an operand whose rows TMA cannot address: the source read as one flat run, each element
-    stored at its row's start 1008 elements apart, any number of rows (an argument)."""
-    from pt_tvm.templates.gemm import build_repack
-
-    vdev = hw.get("h100")
-    with vdev.tvm_target():
-        cuda = tilelang.lower(build_repack(1001, 1008, "float16"), target=vdev.tvm_target()).kernel_source
-    assert "int rows" in cuda and "/ (int64_t)1001) * (int64_t)1008)" in cuda and "% (int64_t)1001" in cuda
 
 
 @pytest.mark.parametrize("key, value, message", [

@@ -9,18 +9,15 @@ by ``torch.compile``): leading dims fold into ``M`` as a view, and ``linear``'s 
 PyTorch add after the kernel (one more elementwise pass in eager mode; Inductor fuses it with what
 follows), since the template has no bias epilogue.
 """
-import functools
 import math
 from typing import Callable, Optional
 
-import tilelang
 import torch
 from torch import Tensor
 
-from ..templates.gemm import build_repack
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import chip_of, launch, rows
+from .kernels import launch, rows
 
 __all__ = ["gemm", "matmul", "linear", "gemm_swiglu", "swiglu", "qkv_rope"]
 
@@ -74,20 +71,8 @@ def _tma_rows(t: Tensor) -> tuple[Tensor, int]:
         return t, (0 if stride == cols else stride)
     padded = -(-cols * size // checks.ALIGN) * checks.ALIGN // size
     aligned = t.new_empty((rows, padded))[:, :cols]
-    if t.is_cuda and t.is_contiguous():
-        _repack(cols, padded, str(t.dtype).removeprefix("torch."), t.device.index)(aligned, t.view(-1))
-    else:  # a view of a wider tensor (rows off 16-byte boundaries), or the CPU stand-ins of the tests
-        aligned.copy_(t)
+    aligned.copy_(t)
     return aligned, padded
-
-
-@functools.lru_cache(maxsize=None)
-def _repack(cols: int, padded: int, dtype: str, device: int) -> Callable:
-    """The compiled :func:`pt_tvm.templates.gemm.build_repack` kernel for CUDA device ``device``: 25 us for an
-    fp16 4096 x 4001 operand on one H100, where PyTorch's copy into the strided rows takes 43
-    (benchmarks/results/2026-11-28-h100-unaligned-repack)."""
-    target = chip_of(torch.device("cuda", device)).tvm_target()
-    return tilelang.compile(build_repack(cols, padded, dtype), out_idx=[], target=target)
 
 
 @torch.library.custom_op("pt_tvm::gemm", mutates_args=())
