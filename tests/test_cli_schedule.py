@@ -31,8 +31,8 @@ def test_schedule_gemm_on_a100(tmp_path, capsys):
                               "--out", str(out_dir), "--plot", str(png)], capsys)
     assert rc == 0, err
     # the plan
-    assert "gemm {'M': 1024, 'N': 1024, 'K': 1024, 'dtype': 'float16', 'trans_B': False, 'dynamic_M': False} on " \
-        in out
+    assert ("gemm {'M': 1024, 'N': 1024, 'K': 1024, 'dtype': 'float16', 'trans_B': False, 'dynamic_M': False, "
+            "'lda': 0, 'ldb': 0} on ") in out
     assert "plan for gemm on a100: software_pipeline" in out
     assert "role block: warps [0," in out and re.search(r"loop +.*copy_0@lsu", out) and "gemm_0@tensor_core" in out
     # its simulated timeline, the prediction, the search summary and runners-up
