@@ -276,3 +276,15 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert cli.main(["model-check", str(tmp_path / "broken.json")]) == 2
     err = capsys.readouterr().err
     assert "no such file" in err and "no chip model" in err and "row 0: field 'kernel'" in err
+
+
+def test_pairs_apart_count_only_plans_the_timing_tells_apart():
+    """Pairs measured within APART of each other are left out; a pair the prices order as measured counts 1, a
+    tie in price 1/2, the reverse 0."""
+    from benchmarks.modelcheck import APART, pairs_apart
+
+    measured = [1.0, 1.0 + APART / 2, 1.2, 1.5]
+    assert pairs_apart([1, 2, 3, 4], measured) == (5.0, 5)  # all but the first pair, within the timing's spread
+    assert pairs_apart([4, 3, 2, 1], measured) == (0.0, 5)
+    assert pairs_apart([1, 1, 1, 1], measured) == (2.5, 5)
+    assert pairs_apart([1, 2], [1.0, 1.01]) == (0.0, 0)
