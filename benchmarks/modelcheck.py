@@ -144,7 +144,8 @@ def check_rows(rows: Iterable[Mapping[str, Any]], vdev: hw.VDevice,
 def _summary(kernel: str, checks: Sequence[ConfigCheck]) -> Summary:
     gaps = [c.gap for c in checks]
     rhos = [c.spearman for c in checks if c.spearman is not None]
-    right, pairs = (sum(v) for v in zip((0.0, 0), *(pairs_apart(c.predicted_ms, c.measured_ms) for c in checks)))
+    counts = [pairs_apart(c.predicted_ms, c.measured_ms) for c in checks]
+    right, pairs = sum(r for r, _ in counts), sum(n for _, n in counts)
     return Summary(kernel, len(checks), geomean(gaps), max(gaps),
                    sum(rhos) / len(rhos) if rhos else None, min(rhos) if rhos else None, len(checks) - len(rhos),
                    right / pairs if pairs else None, pairs)

@@ -34,7 +34,7 @@ import numpy as np
 from .cache import atomic_write
 from .graph import OpKind, Placement, STask, STaskGraph, dtype_bytes
 from .hw import SEUKind, VDevice
-from .lowering import FULL_ROW_POLICY, wgmma_columns
+from .lowering import wgmma_width
 from .plan import Append, ExecutionPlan, Style, TileOrder
 from .simulate import Simulation, Stream
 from .stream_k import Split, accumulator
@@ -289,7 +289,7 @@ def _operand_reads(cols: int) -> float:
 
 def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, float]:
     """Gemm sTask -> how much longer than its flops alone its wgmmas take, from each warpgroup's wgmma width
-    (:func:`pt_tvm.lowering.wgmma_columns`), for the loop's gemms whose operands the loop copies into shared
+    (:func:`pt_tvm.lowering.wgmma_width`), for the loop's gemms whose operands the loop copies into shared
     memory; none on chips without wgmma."""
     if "wgmma" not in vdev.features:
         return {}
@@ -297,15 +297,14 @@ def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[
     out = {}
     for t, wgs in gemm_warpgroups(plan, graph, vdev):
         if t.placement == Placement.LOOP and wgs >= 1 and all(r.buffer in loaded for r in t.reads[:2]):
-            full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
-            cols = min(256, wgmma_columns(t.tile_shape[0], t.tile_shape[1], wgs, full_row))
+            cols = wgmma_width(plan, t, wgs)
             out[t.id] = 1.0 + WGMMA_OPERAND_COST * (_operand_reads(cols) / _operand_reads(256) - 1.0)
     return out
 
 
 def shared_port_cycles(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
     """Cycles a loop iteration keeps the EU's shared-memory port busy: its wgmmas' operand reads from shared
-    memory (A again for every m64nNk16, :func:`pt_tvm.lowering.wgmma_columns`) and its copies into and out of
+    memory (A again for every m64nNk16, :func:`pt_tvm.lowering.wgmma_width`) and its copies into and out of
     shared memory, at the EU's ``smem_bandwidth`` bytes a cycle; 0 on chips without wgmma."""
     if "wgmma" not in vdev.features or not vdev.eu.smem_bandwidth:
         return 0.0
@@ -314,8 +313,7 @@ def shared_port_cycles(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) ->
     for t, wgs in gemm_warpgroups(plan, graph, vdev):
         if t.placement != Placement.LOOP or wgs < 1:
             continue
-        full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
-        cols = min(256, wgmma_columns(t.tile_shape[0], t.tile_shape[1], wgs, full_row))
+        cols = wgmma_width(plan, t, wgs)
         size = dtype_bytes(graph.buffers[t.reads[0].buffer].dtype)
         shared = [r.scope.startswith("shared") for r in t.reads[:2]]
         moved += t.flops / (2 * 64 * cols * 16) * (64 * 16 * shared[0] + 16 * cols * shared[1]) * size

@@ -10,12 +10,13 @@ from typing import Any
 
 from tilelang.transform import PassConfigKey
 
-from .graph import Placement, STaskGraph
+from .graph import Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .plan import ExecutionPlan, Style
 
 __all__ = ["base_stage", "NAMED_BARRIERS", "MAX_HANDOFF_WARPGROUPS", "handoff_barriers", "wgmma_waits",
-           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP", "wgmma_columns", "reuses_dead_shared"]
+           "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP", "wgmma_columns", "splits_rows", "wgmma_width",
+           "reuses_dead_shared"]
 
 FULL_ROW_POLICY = "1"  # tl GemmWarpPolicy.FullRow, as extraction records a gemm's policy
 UNROLL_LOOP = "tl.UnrollLoop"  # TVM's loop-unrolling pass config (not among TileLang's PassConfigKey)
@@ -35,6 +36,18 @@ def wgmma_columns(m: int, n: int, warpgroups: int, full_row: bool) -> int:
         splits = [r for r in range(4, warps + 1, 4) if warps % r == 0 and r <= m // 16 and warps // r <= n // 8]
         rows = min(splits, key=lambda r: abs((m / (16 * r)) / (n / (8 * (warps // r))) - m / n), default=4)
     return n // (warps // rows)
+
+
+def splits_rows(plan: ExecutionPlan, t: STask) -> bool:
+    """Whether gemm sTask ``t``'s tile is split over its warpgroups by rows only (FullRow): by its template's
+    policy or by the plan's ``row_split``."""
+    return plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
+
+
+def wgmma_width(plan: ExecutionPlan, t: STask, warpgroups: int) -> int:
+    """The columns of each of ``warpgroups`` warpgroups' wgmmas for gemm sTask ``t`` under ``plan``
+    (:func:`wgmma_columns`; 256 at most, wgmma's widest N)."""
+    return min(256, wgmma_columns(t.tile_shape[0], t.tile_shape[1], warpgroups, splits_rows(plan, t)))
 
 
 def base_stage(plan: ExecutionPlan, graph: STaskGraph, role: str) -> int:

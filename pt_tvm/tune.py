@@ -32,6 +32,7 @@ from .measure import REL_TOL, SETTLE_MS, as_outputs, check_call, input_sets, ker
 from .passes import apply_plan
 from .plan import ExecutionPlan
 from .search import Candidate, SearchResult, SearchSpace
+from .tunedb import prefer_first
 
 __all__ = ["Measured", "TuneResult", "Searched", "diverse_top", "compile_jobs", "compile_one", "warm", "refined",
            "tune_template", "measure_one", "report", "DEFAULT_TOP_K", "REFINE_MARGIN"]
@@ -278,9 +279,8 @@ def tune_template(name: str, target: Any, *, params: Mapping[str, Any] | None = 
 def refined(valid: list[Measured], first: Candidate) -> Measured:
     """The plan measured refinement keeps among the ``valid`` measurements: the model's ``first`` pick, unless it
     is not among them or another plan measured faster by more than :data:`REFINE_MARGIN`."""
-    fastest = min(valid, key=lambda m: m.ms)
-    pick = next((m for m in valid if m.candidate is first), None)
-    return pick if pick is not None and pick.ms <= fastest.ms * (1 + REFINE_MARGIN) else fastest
+    return prefer_first(next((m for m in valid if m.candidate is first), None), min(valid, key=lambda m: m.ms),
+                        REFINE_MARGIN)
 
 
 def measure_one(job: Mapping[str, Any]) -> dict:

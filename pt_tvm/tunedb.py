@@ -33,7 +33,8 @@ from .graph import STaskGraph
 from .hw import VDevice
 from .plan import ExecutionPlan
 
-__all__ = ["Record", "Status", "TuningDatabase", "TuningDatabaseWarning", "tuning_key", "job_id", "FORMAT"]
+__all__ = ["Record", "Status", "TuningDatabase", "TuningDatabaseWarning", "tuning_key", "job_id", "prefer_first",
+           "FORMAT"]
 
 FORMAT = "pt-tvm.tuning-record/1"
 NAMESPACE = "tunedb-v1"
@@ -114,6 +115,12 @@ class Record:
         return ExecutionPlan.from_dict(self.plan)
 
 
+def prefer_first(first: Any, fastest: Any, margin: float) -> Any:
+    """Measured refinement's rule between two measurements (``.ms``): the model's ``first`` pick (None where it did
+    not run) unless ``fastest`` measured faster by more than the share ``margin``."""
+    return first if first is not None and first.ms <= fastest.ms * (1 + margin) else fastest
+
+
 class TuningDatabase:
     """Records under ``<root>/tunedb-v1/`` (default root: the pt-tvm cache dir).
 
@@ -179,11 +186,10 @@ class TuningDatabase:
         ok = [r for r in records if r.status is Status.OK]
         if not ok:
             return None
-        fastest = min(ok, key=lambda r: r.ms)
         priced = [r for r in records if r.meta.get("predicted_ms") is not None]
         first = min(priced, key=lambda r: r.meta["predicted_ms"]) if margin and priced else None
-        keep = first is not None and first.status is Status.OK and first.ms <= fastest.ms * (1 + margin)
-        return first if keep else fastest
+        return prefer_first(first if first is not None and first.status is Status.OK else None,
+                            min(ok, key=lambda r: r.ms), margin)
 
     def best_plan(self, key: str, margin: float = 0.0) -> ExecutionPlan | None:
         """The plan of :meth:`best` (what a model starts from), or None when ``key`` was never measured."""

@@ -11,7 +11,7 @@ import math
 
 from .graph import BLOCK_SYNC, DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
-from .lowering import FULL_ROW_POLICY, MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, reuses_dead_shared
+from .lowering import MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, reuses_dead_shared, splits_rows
 from .plan import (
     ExecutionPlan,
     PlanError,
@@ -266,7 +266,7 @@ def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
     out = []
     for t, wgs in gemm_warpgroups(plan, graph, vdev):
         m, n = t.tile_shape[0], t.tile_shape[1]
-        full_row = plan.row_split or t.attrs.get("policy") == FULL_ROW_POLICY
+        full_row = splits_rows(plan, t)
         split = m // 64 if full_row else (m // 64) * max(1, n // 64)
         if m % 64 or split < wgs or split % wgs or (wgs == 3 and not full_row):
             out.append(Violation("threads", f"{t.id}: a {m}x{n} gemm tile cannot be split over {wgs} consumer "

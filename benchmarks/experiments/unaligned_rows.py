@@ -57,11 +57,10 @@ def run(out_dir: str) -> None:
     systems, notes = {}, {}
     for K in (*KS, TWIN):
         sets = [(randn(M, K, seed=2 * s), randn(K, N, seed=2 * s + 1)) for s in range(4)]  # 4 x 64 MB: past L2
-        systems[(K, "op")] = (lambda a, b: ops.matmul(a, b), sets)
+        systems[(K, "op")] = (ops.matmul, sets)
         systems[(K, "cuBLAS")] = (torch.matmul, sets)
         if K != TWIN:
-            systems[(K, "op, rows kept aligned")] = (lambda a, b: ops.matmul(a, b),
-                                                     [(aligned_view(a), b) for a, b in sets])
+            systems[(K, "op, rows kept aligned")] = (ops.matmul, [(aligned_view(a), b) for a, b in sets])
             kernel, notes[K] = lsu_kernel(K)
             systems[(K, "as it lies")] = (kernel, sets)
     rows, graphs = [], {}

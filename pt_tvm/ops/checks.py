@@ -15,7 +15,7 @@ import torch
 from ..errors import PtTvmError
 
 __all__ = ["ArgumentError", "ArgumentTypeError", "HALF", "FLOAT32", "FLOATS", "KERNEL_DEVICE_TYPES", "ALIGN", "Dims",
-           "tensor", "same_device", "kernel_device"]
+           "tensor", "start_bytes", "same_device", "kernel_device"]
 
 HALF = (torch.float16, torch.bfloat16)
 FLOAT32 = (torch.float32,)
@@ -51,11 +51,16 @@ def tensor(op: str, name: str, value: torch.Tensor, dims: Sequence[str], dtypes:
     if contiguous and not value.is_contiguous():
         raise ArgumentError(f"{op}: argument {name!r} must be contiguous (strides {value.stride()} for shape "
                          f"{tuple(value.shape)}); pass {name}.contiguous()")
-    offset = value.storage_offset() * value.element_size()
+    offset = start_bytes(value)
     if contiguous and value.is_floating_point() and offset % ALIGN:
         raise ArgumentError(f"{op}: argument {name!r} starts {offset} bytes into its storage, not on a {ALIGN}-byte "
                             f"boundary (the kernels' TMA and vector loads need one); pass {name}.clone()")
     return value
+
+
+def start_bytes(value: torch.Tensor) -> int:
+    """How far into its storage ``value`` starts, in bytes (the storage itself is aligned by PyTorch's allocators)."""
+    return value.storage_offset() * value.element_size()
 
 
 class Dims:

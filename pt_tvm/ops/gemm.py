@@ -67,7 +67,7 @@ def _tma_rows(t: Tensor) -> tuple[Tensor, int]:
     rows, cols = t.shape
     size = t.element_size()
     stride = t.stride(0) if rows > 1 else cols
-    if stride * size % checks.ALIGN == 0 and t.storage_offset() * size % checks.ALIGN == 0:
+    if stride * size % checks.ALIGN == 0 and checks.start_bytes(t) % checks.ALIGN == 0:
         return t, (0 if stride == cols else stride)
     padded = -(-cols * size // checks.ALIGN) * checks.ALIGN // size
     aligned = t.new_empty((rows, padded))[:, :cols]
