@@ -17,7 +17,7 @@ for hl in (4, 0):
     variants = {"tilelang": t.build(num_stages=1, **params), "tilelang2": t.build(num_stages=2, **params)}
     for i, c in enumerate(r.ranked[:3]):
         with vdev.tvm_target():
-            variants[f"plan{i} {c.plan.style.value} d{len(set(c.plan.to_dict().get('stages', {}).values()) or [0])}"] = build(c)
+            variants[f"plan{i} {c.note[:60]}"] = build(c)
     for name, f in variants.items():
         try:
             k = t.compile(f, vdev.tvm_target())
