@@ -334,7 +334,7 @@ def _heads_program(chunk: int, dtype: str, has_d: bool, block_M: int, block_N: i
         dA_shared = T.alloc_shared((chunk,), _ACCUM)
         dt_shared = T.alloc_shared((chunk,), _ACCUM)
         x_shared = T.alloc_shared((chunk, block_N), dtype)
-        scores = _per_head("scores", len(keys), T.alloc_fragment, (block_M, block_K), dtype)
+        scores = T.alloc_fragment((block_M, chunk), dtype)
         acc = T.alloc_fragment((block_M, block_N), _ACCUM)
         out_shared = T.alloc_shared((block_M, block_N), dtype)
 
@@ -352,7 +352,7 @@ def _heads_program(chunk: int, dtype: str, has_d: bool, block_M: int, block_N: i
             for k in keys:
                 if k * block_K < (by + 1) * block_M:
                     for i, n in T.Parallel(block_M, block_K):
-                        scores[k][i, n] = T.if_then_else(
+                        scores[i, k * block_K + n] = T.if_then_else(
                             by * block_M + i >= k * block_K + n,
                             cb_shared[i, k * block_K + n] * dt_shared[k * block_K + n]
                             * T.exp2(T.min(dA_shared[by * block_M + i] - dA_shared[k * block_K + n], 0.0) * _LOG2E),
@@ -360,9 +360,8 @@ def _heads_program(chunk: int, dtype: str, has_d: bool, block_M: int, block_N: i
                         )
                 else:
                     for i, n in T.Parallel(block_M, block_K):
-                        scores[k][i, n] = 0.0
-            for k in keys:
-                T.gemm(scores[k], x_shared[k * block_K:(k + 1) * block_K, :], acc)
+                        scores[i, k * block_K + n] = 0.0
+            T.gemm(scores, x_shared, acc)
             if has_d:
                 for i, n in T.Parallel(block_M, block_N):
                     acc[i, n] += D[blk.h + j] * x_shared[by * block_M + i, n]
