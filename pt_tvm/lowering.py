@@ -98,12 +98,20 @@ def wgmma_waits(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[int, 
     return out
 
 
-def reuses_dead_shared(plan: ExecutionPlan) -> bool:
+def reuses_dead_shared(plan: ExecutionPlan, graph: STaskGraph) -> bool:
     """Whether the plan's kernel lets shared buffers whose live ranges do not overlap share bytes (an
     epilogue's staging tile over the loop's stages). TileLang's merge does so for software pipelines; a
     warp-specialized kernel is lowered with its aggressive merge (:func:`emission_configs`) unless it is
-    persistent, where the producer fills the next tile's stages while the consumers' epilogue runs."""
-    return plan.style == Style.SOFTWARE_PIPELINE or not plan.persistent
+    persistent, where the producer fills the next tile's stages while the consumers' epilogue runs, or its
+    consumers write a shared buffer inside the loop: the merge reads the consumers' code alone and gave such a
+    tile the bytes of a stage the producer was already refilling (chunk_scan's heads loop staging each head's
+    output, wrong on an H200, 2026-11-28)."""
+    if plan.style == Style.SOFTWARE_PIPELINE:
+        return True
+    loads = {a.stask for a in plan.appends if a.seu == SEUKind.TMA}
+    return not plan.persistent and not any(
+        graph.buffers[b].scope == "shared" for t in graph.stasks
+        if t.placement == Placement.LOOP and t.id not in loads for b in t.write_buffers() if b in graph.buffers)
 
 
 def emission_configs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[str, Any]:
@@ -121,7 +129,7 @@ def emission_configs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> d
     """
     out: dict[str, Any] = {}
     if plan.style != Style.SOFTWARE_PIPELINE:
-        if reuses_dead_shared(plan):
+        if reuses_dead_shared(plan, graph):
             out[PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE.value] = True
         return out
     if "warp_specialization" in vdev.features:

@@ -403,7 +403,7 @@ def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
     """
     sizes = {name: (b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared"}
     barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
-    if not reuses_dead_shared(plan):
+    if not reuses_dead_shared(plan, graph):
         return sum(sizes.values()) + barriers
     points = [(t.placement, t.index) for t in graph.stasks if t.placement != Placement.LOOP]
     points.append((Placement.LOOP, 0))
