@@ -1,7 +1,8 @@
 """Where chunk_scan's head_loop kernel goes wrong: one small shape, TileLang's own pipelining and pt-tvm's plans,
 the output's NaNs and errors per chunk, row block and head against the float32 reference."""
-import sys
+
 import torch
+
 from pt_tvm import hw, templates
 from pt_tvm.compiler import schedule_template
 
@@ -30,6 +31,9 @@ for hl in (4, 0):
         rf = ref.float().view(1, 2, 4, 64, 16, 64)
         nan = o.isnan().any(dim=(0, 3, 5))
         err = ((o - rf).abs().amax(dim=(0, 3, 5)) / rf.abs().amax())
-        print(f"head_loop={hl} {name}: nan {int(o.isnan().sum())} of {o.numel()}; max rel err {float(err[~nan].max()) if (~nan).any() else float('nan'):.2e}", flush=True)
-        print("  nan (chunk, row block) x head:\n" + "\n".join("  " + "".join("N" if v else "." for v in row) for row in nan.reshape(8, 16).tolist()))
-        print("  err>1e-2 (chunk, row block) x head:\n" + "\n".join("  " + "".join("E" if v > 1e-2 else "." for v in row) for row in err.reshape(8, 16).tolist()))
+        worst = float(err[~nan].max()) if (~nan).any() else float("nan")
+        print(f"head_loop={hl} {name}: nan {int(o.isnan().sum())} of {o.numel()}; max rel err {worst:.2e}", flush=True)
+        for what, grid in (("nan", nan), ("err>1e-2", err > 1e-2)):
+            print(f"  {what} (chunk, row block) x head:")
+            for row in grid.reshape(8, 16).tolist():
+                print("  " + "".join("X" if v else "." for v in row))
