@@ -4,9 +4,8 @@ The key loop (``head_loop=0``) reads its group's float32 ``cb`` rows and ``C`` r
 binds it (docs/NOTES-parity.md). A block of ``head_loop`` heads keeps the ``cb`` and ``C`` rows of its row block in
 shared memory and walks the heads, staging one head's state, decays and ``x`` a step. Per shape: the search's pick
 of the key loop over its whole tile space, then the heads loop at 64x64x64 tiles for 8 to 64 heads a block (the
-model's pick and its best-priced deeper pipeline), each checked on every output against the float32 reference on fresh random inputs, timed in alternating rounds against
-mamba-ssm's Triton kernel (benchmarks/fetch_mamba_ssm.sh on PYTHONPATH); the share of the chip's HBM bandwidth
-each reached (every kernel parameter read or written once) is printed last.
+model's pick and its best-priced deeper pipeline), each checked on every output against the float32 reference on
+fresh random inputs, timed in alternating rounds against (benchmarks/fetch_mamba_ssm.sh on PYTHONPATH); the share of the chip's HBM bandwidth each reached (every kernel parameter read or written once) is printed last.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.head_loop $OUT``.
 Writes ``head_loop.json``.
