@@ -5,7 +5,7 @@ binds it (docs/NOTES-parity.md). A block of ``head_loop`` heads keeps the ``cb``
 shared memory and walks the heads, staging one head's state, decays and ``x`` a step. Per shape: the search's pick
 of the key loop over its whole tile space, then the heads loop at 64x64x64 tiles for 8 to 64 heads a block (the
 model's pick and its best-priced deeper pipeline), each checked on every output against the float32 reference on
-fresh random inputs, timed in alternating rounds against (benchmarks/fetch_mamba_ssm.sh on PYTHONPATH); the share
+fresh random inputs, timed in alternating rounds against mamba-ssm's Triton (benchmarks/fetch_mamba_ssm.sh); the share
 of the chip's HBM bandwidth each reached (every kernel parameter read or written once) is printed last.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.head_loop $OUT``.
