@@ -193,10 +193,9 @@ def build_chunk_state(
 def build_chunk_scan(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, has_d: bool,
     dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
-    head_loop: int = 0, dynamic_seqlen: bool = False,
+    dynamic_seqlen: bool = False,
 ):
-    """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` of ``block_H`` heads per block
-    (``head_loop`` heads where that is set: :func:`_heads_program`).
+    """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` of ``block_H`` heads per block.
 
     Before the loop, per head: ``acc = (C_rows @ prev_states^T) * exp(dA_cumsum_rows)`` (the whole
     ``dstate`` in one GEMM). The pipelined loop walks the key blocks of the chunk up to
@@ -281,15 +280,12 @@ def build_chunk_scan(
             T.copy(out_shared, out[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h + j,
                                    blk.t * block_N:(blk.t + 1) * block_N])
 
-    program = tile_program if not head_loop else _heads_program(
-        chunk, dtype, has_d, block_M, block_N, block_K, head_loop, num_stages)
-    per_block = head_loop or block_H
-
     @T.macro
     def kernel(cb, x, dt, dA_cumsum, C, prev_states, D, out):
         tiles = T.ceildiv(headdim, block_N)
-        with T.Kernel(tiles * batch, chunk // block_M, nchunks * heads // per_block, threads=threads) as (bx, by, bz):
-            program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by, _Blk.of(bx, bz, tiles, heads, groups, per_block))
+        with T.Kernel(tiles * batch, chunk // block_M, nchunks * heads // block_H, threads=threads) as (bx, by, bz):
+            tile_program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by,
+                         _Blk.of(bx, bz, tiles, heads, groups, block_H))
 
     if has_d:
         @T.prim_func
@@ -310,66 +306,6 @@ def build_chunk_scan(
             kernel(cb, x, dt, dA_cumsum, C, prev_states, None, out)
 
     return priced(chunk_scan, _hints(seqlen, chunk, dynamic_seqlen))
-
-
-def _heads_program(chunk: int, dtype: str, has_d: bool, block_M: int, block_N: int, block_K: int, head_loop: int,
-                   num_stages: int) -> Any:
-    """chunk_scan's block as a pipelined loop over ``head_loop`` heads of one group (``head_loop`` > 0).
-
-    The block's ``cb`` rows (``block_M x chunk``, float32) and ``C`` rows stay in shared memory for all its heads;
-    each step stages one head's ``prev_states`` tile, ``dA_cumsum``, ``dt`` and the chunk's ``x`` and computes
-    its rows whole: the inter-chunk GEMM, then the scores of every ``block_K`` keys up to the diagonal (the key
-    blocks past it are cleared, not computed: a branch on ``blockIdx.y``) and their GEMMs into one accumulator.
-    Where the key loop reads the group's ``cb`` and ``C`` again for every head (L2 binds it,
-    docs/NOTES-parity.md), this reads them once a block, at the price of the chunk's whole ``x`` each step.
-    """
-    keys = tuple(range(chunk // block_K))  # a Python iterable: the builder unrolls a loop over it
-
-    @T.macro
-    def program(cb, x, dt, dA_cumsum, C, prev_states, D, out, by, blk):
-        """Rows ``by`` of chunk ``blk.c``, columns ``blk.t`` of heads ``blk.h .. blk.h + head_loop - 1``."""
-        C_shared = T.alloc_shared((block_M, C.shape[3]), dtype)
-        cb_shared = T.alloc_shared((block_M, chunk), _ACCUM)
-        S_shared = T.alloc_shared((block_N, C.shape[3]), dtype)
-        dA_shared = T.alloc_shared((chunk,), _ACCUM)
-        dt_shared = T.alloc_shared((chunk,), _ACCUM)
-        x_shared = T.alloc_shared((chunk, block_N), dtype)
-        scores = T.alloc_fragment((block_M, chunk), dtype)
-        acc = T.alloc_fragment((block_M, block_N), _ACCUM)
-        out_shared = T.alloc_shared((block_M, block_N), dtype)
-
-        T.copy(C[blk.b, blk.c * chunk + by * block_M:blk.c * chunk + (by + 1) * block_M, blk.g, :], C_shared)
-        T.copy(cb[blk.b, blk.c, blk.g, by * block_M:(by + 1) * block_M, :], cb_shared)
-        for j in T.Pipelined(head_loop, num_stages=num_stages):
-            T.copy(prev_states[blk.b, blk.c, blk.h + j, blk.t * block_N:(blk.t + 1) * block_N, :], S_shared)
-            T.copy(dA_cumsum[blk.b, blk.h + j, blk.c, :], dA_shared)
-            T.copy(dt[blk.b, blk.h + j, blk.c, :], dt_shared)
-            T.copy(x[blk.b, blk.c * chunk:(blk.c + 1) * chunk, blk.h + j, blk.t * block_N:(blk.t + 1) * block_N],
-                   x_shared)
-            T.gemm(C_shared, S_shared, acc, transpose_B=True, clear_accum=True)
-            for i, n in T.Parallel(block_M, block_N):
-                acc[i, n] *= T.exp2(dA_shared[by * block_M + i] * _LOG2E)
-            for k in keys:
-                if k * block_K < (by + 1) * block_M:
-                    for i, n in T.Parallel(block_M, block_K):
-                        scores[i, k * block_K + n] = T.if_then_else(
-                            by * block_M + i >= k * block_K + n,
-                            cb_shared[i, k * block_K + n] * dt_shared[k * block_K + n]
-                            * T.exp2(T.min(dA_shared[by * block_M + i] - dA_shared[k * block_K + n], 0.0) * _LOG2E),
-                            0.0,
-                        )
-                else:
-                    for i, n in T.Parallel(block_M, block_K):
-                        scores[i, k * block_K + n] = 0.0
-            T.gemm(scores, x_shared, acc)
-            if has_d:
-                for i, n in T.Parallel(block_M, block_N):
-                    acc[i, n] += D[blk.h + j] * x_shared[by * block_M + i, n]
-            T.copy(acc, out_shared)
-            T.copy(out_shared, out[blk.b, blk.c * chunk + by * block_M:blk.c * chunk + (by + 1) * block_M, blk.h + j,
-                                   blk.t * block_N:(blk.t + 1) * block_N])
-
-    return program
 
 
 # ---------------------------------------------------------------- parameters
@@ -429,13 +365,6 @@ def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         raise _fail("chunk_scan", "block_H", f"={tile['block_H']} must divide the {per_group} heads of a group "
                                              f"(heads={problem['heads']}, groups={problem['groups']}): a block's "
                                              "heads share one group's cb and C tiles")
-    head_loop = tile["head_loop"]
-    if head_loop and per_group % head_loop:
-        raise _fail("chunk_scan", "head_loop", f"={head_loop} must divide the {per_group} heads of a group (heads="
-                                               f"{problem['heads']}, groups={problem['groups']})")
-    if head_loop and tile["block_H"] != 1:
-        raise _fail("chunk_scan", "head_loop", f"={head_loop} walks heads one a step: block_H must be 1, got "
-                                               f"{tile['block_H']}")
 
 
 # ---------------------------------------------------------------- inputs
@@ -601,12 +530,11 @@ CHUNK_SCAN = Template(
     builder=build_chunk_scan,
     reference=_scan_reference,
     problem={**_PROBLEM, "has_d": True},
-    tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128, "block_H": 1, "head_loop": 0},
+    tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128, "block_H": 1},
     # block_H (heads a block) is a pin, not searched: on one H100 two heads a block ran 1.05x faster at batch 64 x
     # 1024 and 0.93x at 1 x 16384, four 0.82x and 0.80x, where the model prices them 1.5x and 1.7x faster
     # (benchmarks/results/2026-11-27-h100-head-pack; docs/NOTES-parity.md)
-    tile_space={"block_M": (64, 128), "block_N": (32, 64, 128), "block_K": (32, 64, 128), "threads": (128, 256),
-                "head_loop": (0,)},
+    tile_space={"block_M": (64, 128), "block_N": (32, 64, 128), "block_K": (32, 64, 128), "threads": (128, 256)},
     make_inputs=_make_scan_inputs,
     flops=_scan_flops,
     out_idx=(-1,),  # the last parameter: 6 without D, 7 with it

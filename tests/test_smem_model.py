@@ -72,3 +72,48 @@ def test_a_4th_stage_of_128x256_gemm_tiles_fits_over_the_epilogue_tile():
     offsets = _kernel_buffers(art.kernel_source)
     c_tile = next(n for n in offsets if n.startswith("C"))
     assert offsets[c_tile] < max(offsets[n] for n in offsets if n != c_tile), offsets
+
+
+def _staged_in_loop(tiles: int = 8, n: int = 64):
+    """A kernel whose consumers stage each step's result in shared memory inside the pipelined loop:
+    ``out[t] = a[t] @ w``, the result through ``o_shared`` to a TMA store, one store a step."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def staged(a: T.Tensor((tiles * n, n), "float16"), w: T.Tensor((n, n), "float16"),
+               out: T.Tensor((tiles * n, n), "float16")):
+        with T.Kernel(1, threads=128):
+            w_shared = T.alloc_shared((n, n), "float16")
+            a_shared = T.alloc_shared((n, n), "float16")
+            o_shared = T.alloc_shared((n, n), "float16")
+            acc = T.alloc_fragment((n, n), "float32")
+            T.copy(w, w_shared)
+            for t in T.Pipelined(tiles, num_stages=2):
+                T.copy(a[t * n:(t + 1) * n, :], a_shared)
+                T.gemm(a_shared, w_shared, acc, clear_accum=True)
+                T.copy(acc, o_shared)
+                T.copy(o_shared, out[t * n:(t + 1) * n, :])
+
+    return staged
+
+
+def test_a_tile_the_consumers_stage_inside_the_loop_keeps_its_own_bytes():
+    """TileLang's aggressive merge reads the consumers' code alone: it gave a tile they write inside the loop
+    the bytes of a stage the producer was already refilling for the next step (wrong results on an H200,
+    2026-11-28). A warp-specialized plan of such a loop is lowered without it, each buffer apart."""
+    from pt_tvm.lowering import reuses_dead_shared
+    from pt_tvm.space import Priority, warp_specialized
+
+    vdev = hw.get("h200")
+    func = _staged_in_loop()
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    assert not reuses_dead_shared(plan, graph)
+    planned = apply_plan(func, plan, vdev, graph)
+    assert "tl.enable_aggressive_shared_memory_merge" not in planned_configs(planned)
+    art = lower_planned(planned, vdev.tvm_target())
+    offsets = _kernel_buffers(art.kernel_source)
+    sizes = {"a_shared": 2 * 64 * 64 * 2, "o_shared": 64 * 64 * 2, "w_shared": 64 * 64 * 2}
+    spans = sorted((offsets[b], offsets[b] + sizes[b]) for b in sizes)
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:])), offsets
+    assert _launch_shared_bytes(art) <= shared_bytes(plan, graph)
