@@ -19,7 +19,7 @@ from tilelang.transform import PassConfigKey
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
@@ -39,6 +39,13 @@ def bucket(length: int, least: int = 1, most: int | None = None) -> int:
     bucket of sizes is compiled or priced for (the ops' token buckets, decoding's KV-length buckets)."""
     size = max(least, 1 << max(0, length - 1).bit_length())
     return size if most is None else min(most, size)
+
+
+def operand(shape: tuple, dtype: str, strides: tuple = ()) -> Any:
+    """A global tensor's type: packed, or with ``strides`` (elements, one per dim) where it is a view of a larger
+    tensor (some columns of a matrix, the heads of a fused projection): static, so TileLang builds its TMA
+    descriptor over them (a symbolic stride makes TileLang 0.1.15 load it an element at a time)."""
+    return T.StridedTensor(shape, tuple(strides), dtype) if strides else T.Tensor(shape, dtype)
 
 
 def priced(func: Any, hints: Mapping[str, int]) -> Any:
@@ -202,6 +209,8 @@ def _coerce(template: str, key: str, default: Any, value: Any) -> Any:
             if value.lower() in ("0", "false", "no"):
                 return False
             raise ValueError(value)
+        if isinstance(default, tuple):
+            return tuple(int(v) for v in value.split(",") if v.strip())
         return type(default)(value)
     except ValueError:
         raise TemplateError(

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import FAST_MATH, Template, TemplateError, priced
+from .base import FAST_MATH, Template, TemplateError, operand, priced
 from .online_softmax import (
     ACCUM,
     LOG2E,
@@ -198,19 +198,22 @@ def lengths(problem: Mapping[str, Any]) -> tuple[int, int]:
 def build_flash_attention(
     batch: int, heads: int, kv_heads: int, seq_len: int, seq_len_q: int, seq_len_k: int, dim: int, causal: bool,
     softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
+    q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (),
 ):
-    """``O = softmax(Q K^T * scale) V`` per head over ``[batch, seqlen, heads, dim]`` tensors."""
+    """``O = softmax(Q K^T * scale) V`` per head over ``[batch, seqlen, heads, dim]`` tensors. ``q_strides``,
+    ``k_strides``, ``v_strides``: a tensor's batch, sequence and head strides in elements where it is a view that
+    does not lie packed (the heads of a fused projection, a ``[batch, heads, seqlen, dim]`` tensor transposed);
+    ``()``: packed."""
     sq, sk = lengths({"seq_len": seq_len, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k})
     q_shape = (batch, sq, heads, dim)
     kv_shape = (batch, sk, kv_heads, dim)
+    q_type, k_type, v_type = (operand(shape, dtype, (*strides, 1) if strides else ()) for shape, strides in
+                              ((q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides)))
     program, grid, rows_of = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M,
                                            block_N, num_stages, pack_gqa)
 
     @T.prim_func
-    def flash_attention(
-        Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
-        O: T.Tensor(q_shape, dtype),
-    ):
+    def flash_attention(Q: q_type, K: k_type, V: v_type, O: T.Tensor(q_shape, dtype)):
         with T.Kernel(*grid, batch, threads=threads) as (bx, by, bz):
             program(Q, K, V, O, rows_of(bx, by, bz))
 
@@ -371,11 +374,23 @@ def _check_pack(template: str, problem: Mapping[str, Any], tile: Mapping[str, An
 
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """``flash_attention``'s ``Template.check``: any positive lengths (``seq_len_q``/``seq_len_k`` 0 stand for
-    ``seq_len``)."""
+    ``seq_len``) and tensors packed or at strides TMA can address."""
     _check_int("flash_attention", "seq_len", problem["seq_len"])
     for key in ("seq_len_q", "seq_len_k"):
         _check_int("flash_attention", key, problem[key], least=0)
     _check_common("flash_attention", problem, tile)
+    for key in _STRIDES:
+        _check_strides(key, problem.get(key, ()))
+
+
+def _check_strides(key: str, strides: Any) -> None:
+    """``()`` (packed) or three positive strides (batch, sequence, head) in elements, each a multiple of 8: a TMA
+    descriptor's strides are whole 16-byte units (8 elements of fp16/bf16)."""
+    if not isinstance(strides, (tuple, list)) or (strides and (
+            len(strides) != 3 or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % 8
+                                     for v in strides))):
+        raise _fail("flash_attention", key, "must be () for a packed tensor or its (batch, seqlen, heads) strides in "
+                                            f"elements, three positive multiples of 8 (16 bytes), got {strides!r}")
 
 
 def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -401,12 +416,22 @@ def _randn(shape: tuple, problem: Mapping[str, Any], device: Any, generator: tor
 
 
 def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
-    """``Q [B, Sq, H, D]``, ``K`` and ``V [B, Sk, Hkv, D]``."""
+    """``Q [B, Sq, H, D]``, ``K`` and ``V [B, Sk, Hkv, D]``; where the problem gives a tensor's strides, a view at
+    those strides of random storage just large enough."""
     p = problem
     sq, sk = lengths(p)
-    return (_randn((p["batch"], sq, p["heads"], p["dim"]), p, device, generator),
-            _randn((p["batch"], sk, p["kv_heads"], p["dim"]), p, device, generator),
-            _randn((p["batch"], sk, p["kv_heads"], p["dim"]), p, device, generator))
+    shapes = {"q": (p["batch"], sq, p["heads"], p["dim"]), "k": (p["batch"], sk, p["kv_heads"], p["dim"]),
+              "v": (p["batch"], sk, p["kv_heads"], p["dim"])}
+    out = []
+    for name, shape in shapes.items():
+        strides = tuple(p.get(f"{name}_strides", ()))
+        if not strides:
+            out.append(_randn(shape, p, device, generator))
+            continue
+        strides = (*strides, 1)
+        storage = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
+        out.append(_randn((storage,), p, device, generator).as_strided(shape, strides))
+    return tuple(out)
 
 
 def _make_qkv_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -530,12 +555,14 @@ _HEAD_TILES = {("block_M", 192): 64, ("block_N", 80): 256}
 _COMMON = {"dim": 128, "causal": False, "softmax_scale": 0.0, "dtype": "float16"}
 
 _PACKED_TILE_SPACE = {**_TILE_SPACE, "pack_gqa": (0, 1)}  # the [batch, seqlen, heads, dim] templates
+_STRIDES = {"q_strides": (), "k_strides": (), "v_strides": ()}  # () packed; else (batch, seqlen, heads) strides
 
 FLASH_ATTENTION = Template(
     name="flash_attention",
     builder=build_flash_attention,
     reference=_reference,
-    problem={"batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "seq_len_q": 0, "seq_len_k": 0, **_COMMON},
+    problem={"batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "seq_len_q": 0, "seq_len_k": 0, **_COMMON,
+             **_STRIDES},
     tile={**_TILE, "pack_gqa": 0},
     tile_space=dict(_PACKED_TILE_SPACE),
     make_inputs=_make_inputs,
@@ -543,7 +570,8 @@ FLASH_ATTENTION = Template(
     out_idx=(3,),
     check=_check,
     doc="Attention forward, BSHD: O = softmax(Q K^T * scale) V, any lengths (seq_len_q/seq_len_k: a KV cache; "
-        "0: seq_len), causal aligned bottom-right, GQA/MQA, softmax_scale 0: 1/sqrt(D).",
+        "0: seq_len), causal aligned bottom-right, GQA/MQA, softmax_scale 0: 1/sqrt(D); q/k/v_strides: views "
+        "(batch, seqlen, heads strides), () packed.",
     pass_configs=FAST_MATH,
 )
 

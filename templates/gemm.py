@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import FAST_MATH, Template, TemplateError, priced, size
+from .base import FAST_MATH, Template, TemplateError, operand, priced, size
 
 __all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
 
@@ -67,7 +67,7 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
 def _operand(shape: tuple, dtype: str, row_stride: int) -> Any:
     """A global operand's type: rows packed, or (``row_stride``) ``row_stride`` elements apart, as in a view of
     a wider tensor's columns or rows copied to 16-byte boundaries, where TMA can address them."""
-    return T.StridedTensor(shape, (row_stride, 1), dtype) if row_stride else T.Tensor(shape, dtype)
+    return operand(shape, dtype, (row_stride, 1) if row_stride else ())
 
 
 def build_gemm(

@@ -95,7 +95,7 @@ class Layer(torch.nn.Module):
     def forward(self, x, dt, A, B, C):
         b, s, d = x.shape
         q, k, v = ops.linear(x, self.qkv.weight, self.qkv.bias).view(b, s, 3, self.heads, -1).unbind(2)
-        o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+        o = ops.attention(q, k, v, causal=True)
         y = ops.linear(o.reshape(b, s, d), self.out.weight, self.out.bias)
         y = torch.relu(ops.matmul(y, self.proj))
         ssd = ops.ssd_chunk_scan(y.view(b, s, self.heads, -1).contiguous(), dt, A, B, C, 64, D=A)
@@ -370,6 +370,24 @@ def test_attention_through_the_dispatch(dispatch):
     ref = F.scaled_dot_product_attention(q.float().transpose(1, 2), k.float().repeat_interleave(2, 2).transpose(1, 2),
                                          v.float().repeat_interleave(2, 2).transpose(1, 2), is_causal=True)
     assert rel_err(out.float(), ref.transpose(1, 2)) < REL_TOL["float16"]
+    assert (calls.search, calls.compile) == (1, 1)
+
+
+def test_attention_views_through_the_dispatch(dispatch):
+    """Views reach the kernel as they lie (the search builds the template at their strides): queries of a
+    ``[batch, heads, seqlen, dim]`` tensor transposed, keys and values the heads of one fused projection output;
+    a batch of one takes its sequence stride times the sequence length. Every call of a layout shares its kernel."""
+    calls, store = dispatch
+    bhsd, kv = randn(1, 4, 128, 64), randn(1, 128, 2 * 2, 64, seed=1)
+    q, k, v = bhsd.transpose(1, 2), kv[:, :, :2], kv[:, :, 2:]
+    out = ops.attention(q, k, v, causal=True)
+    assert out.is_contiguous()
+    assert rel_err(out.float(), _attention_reference(q, k, v, True)) < REL_TOL["float16"]
+    ((name, problem, _),) = store._kernels
+    problem = dict(problem)
+    assert name == "flash_attention" and problem["q_strides"] == (64 * 128, 64, 128 * 64)
+    assert problem["k_strides"] == problem["v_strides"] == (128 * 4 * 64, 4 * 64, 64)
+    ops.attention(randn(1, 4, 128, 64, seed=3).transpose(1, 2), k, v, causal=True)
     assert (calls.search, calls.compile) == (1, 1)
 
 

@@ -85,6 +85,22 @@ def test_attention(gen, batch, seqlen_q, seqlen_k, heads, kv_heads, dim, causal,
     close(out, attention_reference(q, k, v, causal, scale).transpose(1, 2), dtype, "attention")
 
 
+@pytest.mark.parametrize("batch, seqlen, heads, kv_heads, dim, causal, dtype", [
+    (2, 512, 8, 2, 128, True, F16),
+    (1, 1000, 4, 4, 64, False, BF16),  # ragged, a batch of one
+    (2, 384, 8, 1, 256, True, BF16),
+], ids=["d128-causal-gqa", "ragged-d64-bf16", "d256-mqa"])
+def test_attention_on_views(gen, batch, seqlen, heads, kv_heads, dim, causal, dtype):
+    """Views read as they lie: queries of a ``[batch, heads, seqlen, dim]`` tensor transposed (as Hugging Face's
+    attention layers hold them), keys and values the heads of one fused projection output (as a QKV split)."""
+    q = randn(gen, batch, heads, seqlen, dim, dtype=dtype).transpose(1, 2)
+    kv = randn(gen, batch, seqlen, 2 * kv_heads, dim, dtype=dtype)
+    k, v = kv[:, :, :kv_heads], kv[:, :, kv_heads:]
+    assert not (q.is_contiguous() or k.is_contiguous() or v.is_contiguous())
+    out = ops.attention(q, k, v, causal=causal)
+    close(out, attention_reference(q, k, v, causal).transpose(1, 2), dtype, "attention views")
+
+
 def test_dynamic_tokens_attention_one_varlen_kernel_a_bucket(gen, tmp_path):
     """``dynamic_tokens``: dense attention at 300 and 500 queries over 400 and 450 keys (GQA 4, causal,
     bottom-right) runs on one varlen kernel (buckets 512 and 512), each result exact."""
@@ -274,7 +290,7 @@ class Block(torch.nn.Module):
         if self.torch_ops:
             o = F.scaled_dot_product_attention(*(t.transpose(1, 2) for t in (q, k, v)), is_causal=True).transpose(1, 2)
         else:
-            o = ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+            o = ops.attention(q, k, v, causal=True)
         y = lin(o.reshape(b, s, d), self.out.weight, self.out.bias)
         B, C = lin(y, self.bc.weight).view(b, s, 1, 2 * self.dstate).chunk(2, dim=-1)
         xs = y.view(b, s, self.heads, -1)

@@ -145,6 +145,40 @@ def test_row_strides_shorter_than_a_row_are_refused(key, value, message):
         schedule_template("gemm", hw.get("h100"), params={"M": 256, "N": 512, "K": 1001, key: value})
 
 
+def test_attention_views_are_loaded_by_tma_at_their_strides():
+    """Queries of a ``[batch, heads, seqlen, dim]`` tensor transposed and keys/values that are heads of one fused
+    projection (``q_strides``, ``k_strides``, ``v_strides``): the extraction reads the strides, the plan stays
+    warp-specialized with every key and value tile a TMA load, and the host builds each tensor map at its strides."""
+    vdev = hw.get("h100")
+    B, S, H, KV, D = 2, 1024, 8, 2, 128
+    fused = (S * (H + 2 * KV) * D, (H + 2 * KV) * D, D)
+    result, _, build = schedule_template("flash_attention", vdev, params={
+        "batch": B, "heads": H, "kv_heads": KV, "seq_len": S, "dim": D, "causal": True,
+        "q_strides": (H * S * D, D, S * D), "k_strides": fused, "v_strides": fused})
+    graph = result.best.graph
+    assert graph.buffers["Q"].strides == (H * S * D, D, S * D, 1) and graph.buffers["K"].strides == (*fused, 1)
+    assert result.best.plan.style.value == "warp_specialized"
+    loads = {t.writes[0].buffer: t.seu for t in graph.loop_stasks
+             if t.op.value == "copy" and t.writes[0].scope == "shared"}
+    assert loads == {"K_shared": hw.SEUKind.TMA, "V_shared": hw.SEUKind.TMA}
+    host = lower_planned(build(), vdev.tvm_target(), templates.get("flash_attention").pass_configs).host_mod.script()
+    for name, strides in (("Q", (H * S * D, D, S * D)), ("K", fused), ("V", fused)):
+        found = re.search(rf'__tvm_tensormap_create_tiled", {name}_desc, \d+, 4, {name}, ([^)]*)', host)
+        assert found, name
+        args = [int(a) for a in found.group(1).split(", ")[:8]]  # 4 dims, then their strides in bytes (first: 2)
+        assert args[4] == 2 and sorted(args[5:8]) == sorted(2 * v for v in strides), (name, args)
+
+
+@pytest.mark.parametrize("value, message", [
+    ((1024, 8), "'q_strides' must be \\(\\) for a packed tensor or its \\(batch, seqlen, heads\\) strides"),
+    ((1024, 64, 12), "three positive multiples of 8 .* got \\(1024, 64, 12\\)"),
+    ((1024, 0, 64), "got \\(1024, 0, 64\\)"),
+])
+def test_attention_strides_refused_by_name(value, message):
+    with pytest.raises(TemplateError, match=message):
+        schedule_template("flash_attention", hw.get("h100"), params={"seq_len": 256, "q_strides": value})
+
+
 @pytest.mark.parametrize("name", ["chunk_state", "chunk_scan"])
 def test_a_partial_last_chunk_is_a_chunk(name):
     """seqlen 1000 in chunks of 256: four chunks per head, the last one partial."""

@@ -34,7 +34,9 @@ def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_s
     q_dims, kv_dims = (_THD_Q, _THD_KV) if varlen else (_BSHD_Q, _BSHD_KV)
     dims = checks.Dims(OP)
     for name, t, layout in (("q", q, q_dims), ("k", k, kv_dims), ("v", v, kv_dims)):
-        checks.tensor(OP, name, t, layout, checks.HALF)
+        checks.tensor(OP, name, t, layout, checks.HALF, contiguous=varlen)
+        if not varlen:
+            checks.tma_view(OP, name, t)
         dims.bind(name, t, layout)
     for name, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
@@ -112,19 +114,24 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     query (aligned bottom-right when the lengths differ, as FlashAttention 2.1+).
 
     ``q [batch, seqlen_q, heads, head_dim]``, ``k``/``v [batch, seqlen_k, kv_heads, head_dim]``, float16 or
-    bfloat16, contiguous, on one CUDA device; or packed ``[total, heads, head_dim]`` with int32
+    bfloat16, on one CUDA device, contiguous or views read as they lie (the heads of a fused QKV projection, a
+    ``[batch, heads, seqlen, head_dim]`` tensor transposed: a unit-strided last dim, the other strides multiples
+    of 16 bytes; a kernel per layout); or packed contiguous ``[total, heads, head_dim]`` with int32
     ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k`` at least the longest
     sequence's lengths (as ``flash_attn_varlen_func``: not checked against ``cu_seqlens``, which would read them
     back from the GPU). Any lengths; a query that sees no key (causal, more queries than keys) gives zeros.
-    Returns ``q``'s shape. With ``Config.dynamic_tokens``, ``[batch, seqlen, ...]`` inputs run as a packed batch
-    of equal lengths on the varlen kernel of their lengths' buckets.
+    Returns ``q``'s shape, contiguous. With ``Config.dynamic_tokens``, contiguous ``[batch, seqlen, ...]`` inputs run
+    as a packed batch of equal lengths on the varlen kernel of their lengths' buckets.
     """
     _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    if cu_seqlens_q is None and current().config.dynamic_tokens:
-        return _packed(q, k, v, causal, softmax_scale).view(q.shape)
     template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
-    varlen = () if cu_seqlens_q is None else (cu_seqlens_q, cu_seqlens_k)
-    return launch(template, problem, q, k, v, *varlen)
+    if cu_seqlens_q is not None:
+        return launch(template, problem, q, k, v, cu_seqlens_q, cu_seqlens_k)
+    views = {name: checks.tma_view(OP, name, t) for name, t in (("q", q), ("k", k), ("v", v))}
+    if not any(strides for _, strides in views.values()) and current().config.dynamic_tokens:
+        return _packed(q, k, v, causal, softmax_scale).view(q.shape)
+    problem.update({f"{name}_strides": strides for name, (_, strides) in views.items() if strides})
+    return launch(template, problem, *(view for view, _ in views.values()))
 
 
 def _packed(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: Optional[float]) -> Tensor:
@@ -147,7 +154,7 @@ def _offsets(batch: int, seqlen: int, device: torch.device) -> Tensor:
 def _(q, k, v, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
       max_seqlen_k=None):
     _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    return torch.empty_like(q)
+    return q.new_empty(q.shape)  # contiguous, as the kernel's output (empty_like would keep a view's strides)
 
 
 def _check_qkv(qkv: Tensor, kv_heads: int, softmax_scale: Optional[float]) -> int:

@@ -15,7 +15,7 @@ import torch
 from ..errors import PtTvmError
 
 __all__ = ["ArgumentError", "ArgumentTypeError", "HALF", "FLOAT32", "FLOATS", "KERNEL_DEVICE_TYPES", "ALIGN", "Dims",
-           "tensor", "start_bytes", "same_device", "kernel_device"]
+           "tensor", "start_bytes", "tma_view", "same_device", "kernel_device"]
 
 HALF = (torch.float16, torch.bfloat16)
 FLOAT32 = (torch.float32,)
@@ -56,6 +56,36 @@ def tensor(op: str, name: str, value: torch.Tensor, dims: Sequence[str], dtypes:
         raise ArgumentError(f"{op}: argument {name!r} starts {offset} bytes into its storage, not on a {ALIGN}-byte "
                             f"boundary (the kernels' TMA and vector loads need one); pass {name}.clone()")
     return value
+
+
+def tma_view(op: str, name: str, value: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+    """``(view, strides)``: a kernel argument as TMA reads it where it lies. A contiguous tensor gives ``()`` (the
+    kernel's packed layout); a view (the heads of a fused projection, a ``[batch, heads, seqlen, dim]`` tensor
+    transposed) gives the strides of all but its last dim in elements, the view re-strided so that a dim of size
+    1 carries the next dim's stride times its size (PyTorch leaves any stride there; the kernel checks every
+    stride it was built for, and views of one layout then share a kernel). Its last dim must be unit-strided,
+    its other strides positive multiples of 16 bytes and its start on a 16-byte boundary: a TMA descriptor's
+    rules, each named in the error."""
+    offset = start_bytes(value)
+    if offset % ALIGN:
+        raise ArgumentError(f"{op}: argument {name!r} starts {offset} bytes into its storage, not on a {ALIGN}-byte "
+                            f"boundary (the kernels' TMA and vector loads need one); pass {name}.clone()")
+    if value.is_contiguous():
+        return value, ()
+    shape, size = value.shape, value.element_size()
+    strides = list(value.stride())
+    if strides[-1] != 1 and shape[-1] > 1:
+        raise ArgumentError(f"{op}: argument {name!r} must have a unit stride in its last dim (strides "
+                            f"{value.stride()} for shape {tuple(shape)}); pass {name}.contiguous()")
+    strides[-1] = 1
+    for i in range(len(shape) - 2, -1, -1):
+        if shape[i] == 1:
+            strides[i] = strides[i + 1] * shape[i + 1]
+        elif strides[i] <= 0 or strides[i] * size % ALIGN:
+            raise ArgumentError(f"{op}: argument {name!r} has stride {strides[i]} in dim {i} (strides {value.stride()} "
+                                f"for shape {tuple(shape)}): a kernel reads a view through TMA, whose strides are "
+                                f"positive multiples of {ALIGN} bytes; pass {name}.contiguous()")
+    return value.as_strided(shape, strides), tuple(strides[:-1])
 
 
 def start_bytes(value: torch.Tensor) -> int:
