@@ -207,8 +207,7 @@ def build_flash_attention(
     sq, sk = lengths({"seq_len": seq_len, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k})
     q_shape = (batch, sq, heads, dim)
     kv_shape = (batch, sk, kv_heads, dim)
-    q_type, k_type, v_type = (operand(shape, dtype, (*strides, 1) if strides else ()) for shape, strides in
-                              ((q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides)))
+    q_type, k_type, v_type = _views(dtype, (q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides))
     program, grid, rows_of = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M,
                                            block_N, num_stages, pack_gqa)
 
@@ -218,6 +217,12 @@ def build_flash_attention(
             program(Q, K, V, O, rows_of(bx, by, bz))
 
     return flash_attention
+
+
+def _views(dtype: str, *tensors: tuple) -> tuple:
+    """The global types of ``(shape, strides)`` pairs: packed where ``strides`` is empty, else at those strides of
+    every dim but the last (unit-strided)."""
+    return tuple(operand(shape, dtype, (*strides, 1) if strides else ()) for shape, strides in tensors)
 
 
 def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal: bool, softmax_scale: float,
@@ -268,15 +273,18 @@ def build_flash_attention_qkv(
 def build_flash_attention_varlen(
     batch: int, heads: int, kv_heads: int, max_seqlen_q: int, max_seqlen_k: int, dim: int, causal: bool,
     softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int,
+    q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (),
 ):
     """``O = softmax(Q K^T * scale) V`` per sequence and head over packed ``[total, heads, dim]`` tensors: sequence
     ``b`` holds query rows ``cu_seqlens_q[b] .. cu_seqlens_q[b + 1]`` and key rows ``cu_seqlens_k[b] ..
     cu_seqlens_k[b + 1]``. ``total_q``/``total_k`` are symbolic: one kernel serves every batch whose sequences
     are at most ``max_seqlen_q``/``max_seqlen_k`` long. The grid covers ``max_seqlen_q``; a block past its
-    sequence's queries reads no key block."""
+    sequence's queries reads no key block. ``q_strides``, ``k_strides``, ``v_strides``: a view's token and head
+    strides in elements (the heads of a fused projection); ``()``: packed."""
     total_q, total_k = T.dynamic("total_q"), T.dynamic("total_k")
     q_shape = (total_q, heads, dim)
     kv_shape = (total_k, kv_heads, dim)
+    q_type, k_type, v_type = _views(dtype, (q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides))
     capacity = T.ceildiv(max_seqlen_k, block_N)  # bounds the trip count for extraction
     n_query_blocks = T.ceildiv(max_seqlen_q, block_M)
 
@@ -299,7 +307,7 @@ def build_flash_attention_varlen(
 
     @T.prim_func
     def flash_attention_varlen(
-        Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+        Q: q_type, K: k_type, V: v_type,
         cu_seqlens_q: T.Tensor((batch + 1,), "int32"), cu_seqlens_k: T.Tensor((batch + 1,), "int32"),
         O: T.Tensor(q_shape, dtype),
     ):
@@ -379,18 +387,20 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     for key in ("seq_len_q", "seq_len_k"):
         _check_int("flash_attention", key, problem[key], least=0)
     _check_common("flash_attention", problem, tile)
+    _check_strides("flash_attention", problem, ("batch", "seqlen", "heads"))
+
+
+def _check_strides(template: str, problem: Mapping[str, Any], dims: tuple) -> None:
+    """Each of ``q_strides``, ``k_strides``, ``v_strides`` is ``()`` (packed) or one positive stride in elements per
+    dim of ``dims`` (all but the head dim), each a multiple of 8: a TMA descriptor's strides are whole 16-byte units
+    (8 elements of fp16/bf16)."""
     for key in _STRIDES:
-        _check_strides(key, problem.get(key, ()))
-
-
-def _check_strides(key: str, strides: Any) -> None:
-    """``()`` (packed) or three positive strides (batch, sequence, head) in elements, each a multiple of 8: a TMA
-    descriptor's strides are whole 16-byte units (8 elements of fp16/bf16)."""
-    if not isinstance(strides, (tuple, list)) or (strides and (
-            len(strides) != 3 or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % 8
-                                     for v in strides))):
-        raise _fail("flash_attention", key, "must be () for a packed tensor or its (batch, seqlen, heads) strides in "
-                                            f"elements, three positive multiples of 8 (16 bytes), got {strides!r}")
+        strides = problem.get(key, ())
+        if not isinstance(strides, (tuple, list)) or (strides and (
+                len(strides) != len(dims) or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % 8
+                                                 for v in strides))):
+            raise _fail(template, key, f"must be () for a packed tensor or its ({', '.join(dims)}) strides in "
+                                       f"elements, {len(dims)} positive multiples of 8 (16 bytes), got {strides!r}")
 
 
 def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -404,6 +414,7 @@ def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     for key in ("max_seqlen_q", "max_seqlen_k"):
         _check_int("flash_attention_varlen", key, problem[key])
     _check_common("flash_attention_varlen", problem, tile)
+    _check_strides("flash_attention_varlen", problem, ("total", "heads"))
 
 
 # ---------------------------------------------------------------- inputs
@@ -422,16 +433,19 @@ def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Gener
     sq, sk = lengths(p)
     shapes = {"q": (p["batch"], sq, p["heads"], p["dim"]), "k": (p["batch"], sk, p["kv_heads"], p["dim"]),
               "v": (p["batch"], sk, p["kv_heads"], p["dim"])}
-    out = []
-    for name, shape in shapes.items():
-        strides = tuple(p.get(f"{name}_strides", ()))
-        if not strides:
-            out.append(_randn(shape, p, device, generator))
-            continue
-        strides = (*strides, 1)
-        storage = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
-        out.append(_randn((storage,), p, device, generator).as_strided(shape, strides))
-    return tuple(out)
+    return tuple(_randn_view(shape, p.get(f"{name}_strides", ()), p, device, generator)
+                 for name, shape in shapes.items())
+
+
+def _randn_view(shape: tuple, strides: tuple, problem: Mapping[str, Any], device: Any,
+                generator: torch.Generator | None) -> torch.Tensor:
+    """:func:`_randn` packed, or (``strides``, the last dim's 1 implied) a view at those strides of random storage
+    just large enough."""
+    if not strides:
+        return _randn(shape, problem, device, generator)
+    strides = (*strides, 1)
+    storage = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
+    return _randn((storage,), problem, device, generator).as_strided(shape, strides)
 
 
 def _make_qkv_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -456,9 +470,10 @@ def _make_varlen_inputs(problem: Mapping[str, Any], device: Any, generator: torc
     cu_q = _varlen_seqlens(p["batch"], p["max_seqlen_q"], device, generator)
     cu_k = _varlen_seqlens(p["batch"], p["max_seqlen_k"], device, generator)
     total_q, total_k = int(cu_q[-1]), int(cu_k[-1])
-    return (_randn((total_q, p["heads"], p["dim"]), p, device, generator),
-            _randn((total_k, p["kv_heads"], p["dim"]), p, device, generator),
-            _randn((total_k, p["kv_heads"], p["dim"]), p, device, generator), cu_q, cu_k)
+    shapes = {"q": (total_q, p["heads"], p["dim"]), "k": (total_k, p["kv_heads"], p["dim"]),
+              "v": (total_k, p["kv_heads"], p["dim"])}
+    return (*(_randn_view(shape, p.get(f"{name}_strides", ()), p, device, generator)
+              for name, shape in shapes.items()), cu_q, cu_k)
 
 
 # ---------------------------------------------------------------- references
@@ -555,7 +570,7 @@ _HEAD_TILES = {("block_M", 192): 64, ("block_N", 80): 256}
 _COMMON = {"dim": 128, "causal": False, "softmax_scale": 0.0, "dtype": "float16"}
 
 _PACKED_TILE_SPACE = {**_TILE_SPACE, "pack_gqa": (0, 1)}  # the [batch, seqlen, heads, dim] templates
-_STRIDES = {"q_strides": (), "k_strides": (), "v_strides": ()}  # () packed; else (batch, seqlen, heads) strides
+_STRIDES = {"q_strides": (), "k_strides": (), "v_strides": ()}  # () packed; else the strides of all dims but D
 
 FLASH_ATTENTION = Template(
     name="flash_attention",
@@ -595,7 +610,8 @@ FLASH_ATTENTION_VARLEN = Template(
     name="flash_attention_varlen",
     builder=build_flash_attention_varlen,
     reference=_varlen_reference,
-    problem={"batch": 8, "heads": 16, "kv_heads": 16, "max_seqlen_q": 4096, "max_seqlen_k": 4096, **_COMMON},
+    problem={"batch": 8, "heads": 16, "kv_heads": 16, "max_seqlen_q": 4096, "max_seqlen_k": 4096, **_COMMON,
+             **_STRIDES},
     tile=dict(_TILE),
     tile_space=dict(_TILE_SPACE),
     make_inputs=_make_varlen_inputs,
@@ -603,6 +619,7 @@ FLASH_ATTENTION_VARLEN = Template(
     out_idx=(5,),
     check=_check_varlen,
     doc="Attention forward over packed [total, heads, D] sequences with int32 cu_seqlens_q/k (flash_attn_varlen_func; "
-        "call kernel(q, k, v, cu_seqlens_q, cu_seqlens_k) -> o); flops as if every sequence were max_seqlen long.",
+        "call kernel(q, k, v, cu_seqlens_q, cu_seqlens_k) -> o); flops as if every sequence were max_seqlen long; "
+        "q/k/v_strides: views (total, heads strides), () packed.",
     pass_configs=FAST_MATH,
 )

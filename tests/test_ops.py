@@ -478,6 +478,35 @@ def test_dynamic_tokens_attention_runs_dense_lengths_on_one_varlen_kernel_per_bu
     assert problems == [(512, 512, "flash_attention_varlen"), (1024, 512, "flash_attention_varlen")]
 
 
+def test_packed_views_through_the_dispatch(dispatch):
+    """Views of one packed projection output reach the varlen kernel as they lie, with their token and head
+    strides; under ``dynamic_tokens`` dense views whose batch and sequence dims merge (heads of a fused projection)
+    run packed at those strides, and a transposed ``[batch, heads, seqlen, dim]`` query, which does not merge,
+    runs on the dense kernel."""
+    calls, store = dispatch
+    lengths = [100, 30, 1]
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
+    qkv = randn(sum(lengths), 4 + 2 * 2, 64)
+    q, k, v = qkv[:, :4], qkv[:, 4:6], qkv[:, 6:]
+    out = ops.attention(q, k, v, causal=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=100, max_seqlen_k=100)
+    for b in range(3):
+        rows = slice(cu[b], cu[b + 1])
+        ref = _attention_reference(q[None, rows], k[None, rows], v[None, rows], True)[0]
+        assert rel_err(out[rows].float(), ref) < REL_TOL["float16"]
+    ((name, problem, _),) = store._kernels
+    problem = dict(problem)
+    assert name == "flash_attention_varlen" and problem["q_strides"] == problem["k_strides"] == (8 * 64, 64)
+    ops.configure(dynamic_tokens=True)
+    dense = randn(2, 300, 8, 64, seed=3)
+    bhsd = randn(2, 4, 300, 64, seed=4).transpose(1, 2)
+    for q in (dense[:, :, :4], bhsd):
+        k, v = dense[:, :, 4:6], dense[:, :, 6:]
+        out = ops.attention(q, k, v, causal=True)
+        assert rel_err(out.float(), _attention_reference(q, k, v, True)) < REL_TOL["float16"]
+    names = sorted(name for name, _, _ in store._kernels)
+    assert names == ["flash_attention", "flash_attention_varlen", "flash_attention_varlen"]
+
+
 def test_ragged_matmul_and_ssd_through_the_dispatch(dispatch):
     """Shapes that are no tile multiple: M=100 (and N, K), and a sequence of 200 in chunks of 64."""
     calls, _ = dispatch

@@ -127,6 +127,27 @@ def test_attention_varlen(gen):
     close(out, ref, F16, "attention varlen")
 
 
+def test_attention_varlen_on_views(gen, tmp_path):
+    """Packed sequences whose queries, keys and values are the heads of one fused projection output (as vLLM
+    splits its QKV), read as they lie; then, under ``dynamic_tokens``, dense heads of a fused output on the
+    varlen kernel at their strides. Each against the float32 reference."""
+    lengths = [700, 1, 333, 64]
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
+    qkv = randn(gen, sum(lengths), 8 + 2 * 2, 128, dtype=BF16)
+    q, k, v = qkv[:, :8], qkv[:, 8:10], qkv[:, 10:]
+    out = ops.attention(q, k, v, causal=True, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=700, max_seqlen_k=700)
+    ref = torch.cat([attention_reference(q[None, cu[i]:cu[i + 1]], k[None, cu[i]:cu[i + 1]],
+                                         v[None, cu[i]:cu[i + 1]], causal=True)[0].transpose(0, 1)
+                     for i in range(len(lengths))])
+    close(out, ref, BF16, "attention varlen views")
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path), dynamic_tokens=True))) as s:
+        dense = randn(gen, 2, 500, 8 + 2 * 2, 128)
+        q, k, v = dense[:, :, :8], dense[:, :, 8:10], dense[:, :, 10:]
+        close(ops.attention(q, k, v, causal=True), attention_reference(q, k, v, True).transpose(1, 2), F16,
+              "attention dynamic views")
+        assert [name for name, _, _ in s._kernels] == ["flash_attention_varlen"]
+
+
 # ---------------------------------------------------------------- matmul, linear
 @pytest.mark.parametrize("shape, dtype", [((256, 512, 384), F16), ((2, 128, 1024, 256), BF16),
                                           ((1000, 512, 384), F16)], ids=["2d", "3d-bf16", "ragged"])

@@ -169,9 +169,29 @@ def test_attention_views_are_loaded_by_tma_at_their_strides():
         assert args[4] == 2 and sorted(args[5:8]) == sorted(2 * v for v in strides), (name, args)
 
 
+def test_packed_views_are_loaded_by_tma_at_their_strides():
+    """The varlen template over the heads of one packed projection output (token and head strides): TMA loads of
+    every key and value tile, tensor maps at the strides, the symbolic token count kept."""
+    vdev = hw.get("h100")
+    fused = ((8 + 2 * 2) * 128, 128)
+    result, _, build = schedule_template("flash_attention_varlen", vdev, params={
+        "batch": 4, "heads": 8, "kv_heads": 2, "max_seqlen_q": 1024, "max_seqlen_k": 1024, "dim": 128,
+        "causal": True, "q_strides": fused, "k_strides": fused, "v_strides": fused})
+    graph = result.best.graph
+    assert graph.buffers["K"].strides == (*fused, 1)
+    loads = {t.writes[0].buffer: t.seu for t in graph.loop_stasks
+             if t.op.value == "copy" and t.writes[0].scope == "shared"}
+    assert loads == {"K_shared": hw.SEUKind.TMA, "V_shared": hw.SEUKind.TMA}
+    host = lower_planned(build(), vdev.tvm_target(),
+                         templates.get("flash_attention_varlen").pass_configs).host_mod.script()
+    found = re.search(r'__tvm_tensormap_create_tiled", K_desc, \d+, 3, K, ([^)]*)', host)
+    args = found.group(1).split(", ")
+    assert args[:3] == ["128", "total_k", "2"] and [int(a) for a in args[3:6]] == [2, 2 * fused[0], 2 * fused[1]]
+
+
 @pytest.mark.parametrize("value, message", [
     ((1024, 8), "'q_strides' must be \\(\\) for a packed tensor or its \\(batch, seqlen, heads\\) strides"),
-    ((1024, 64, 12), "three positive multiples of 8 .* got \\(1024, 64, 12\\)"),
+    ((1024, 64, 12), "3 positive multiples of 8 .* got \\(1024, 64, 12\\)"),
     ((1024, 0, 64), "got \\(1024, 0, 64\\)"),
 ])
 def test_attention_strides_refused_by_name(value, message):

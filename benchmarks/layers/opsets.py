@@ -1,7 +1,8 @@
 """The op sets of the layers' other systems: pt-tvm's PyTorch ops, and mamba-ssm's Triton kernels.
 
 Each set calls its library as that library's user would, adapting only what the library's contract asks
-(pt-tvm's kernels take contiguous tensors: the layers' slices of fused projections are copied for them).
+(pt-tvm's SwiGLU, QKV-RoPE and SSD ops take contiguous tensors: the layers' slices of fused projections are
+copied for them; its linear and attention read them as they lie).
 pt-tvm's set fuses the QKV projection with RoPE in one kernel whose output its attention reads as it lies.
 What a library does not offer stays plain PyTorch (:mod:`benchmarks.layers.models`): pt-tvm has no norm
 kernel, mamba-ssm no attention; the conv1d is PyTorch's in every set (mamba-ssm's fused conv path needs the
@@ -20,7 +21,7 @@ __all__ = ["PT_TVM", "mamba_ssm"]
 
 
 def _linear(x: Tensor, weight: Tensor) -> Tensor:
-    return pt_ops.linear(x.contiguous(), weight)
+    return pt_ops.linear(x, weight)
 
 
 def _swiglu(x: Tensor, weight: Tensor) -> Tensor:
@@ -28,7 +29,7 @@ def _swiglu(x: Tensor, weight: Tensor) -> Tensor:
 
 
 def _attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-    return pt_ops.attention(q.contiguous(), k.contiguous(), v.contiguous(), causal=True)
+    return pt_ops.attention(q, k, v, causal=True)
 
 
 def _ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: Tensor, dt_bias: Tensor) -> Tensor:

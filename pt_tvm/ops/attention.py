@@ -34,9 +34,8 @@ def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_s
     q_dims, kv_dims = (_THD_Q, _THD_KV) if varlen else (_BSHD_Q, _BSHD_KV)
     dims = checks.Dims(OP)
     for name, t, layout in (("q", q, q_dims), ("k", k, kv_dims), ("v", v, kv_dims)):
-        checks.tensor(OP, name, t, layout, checks.HALF, contiguous=varlen)
-        if not varlen:
-            checks.tma_view(OP, name, t)
+        checks.tensor(OP, name, t, layout, checks.HALF, contiguous=False)
+        checks.tma_view(OP, name, t)
         dims.bind(name, t, layout)
     for name, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
@@ -116,22 +115,34 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     ``q [batch, seqlen_q, heads, head_dim]``, ``k``/``v [batch, seqlen_k, kv_heads, head_dim]``, float16 or
     bfloat16, on one CUDA device, contiguous or views read as they lie (the heads of a fused QKV projection, a
     ``[batch, heads, seqlen, head_dim]`` tensor transposed: a unit-strided last dim, the other strides multiples
-    of 16 bytes; a kernel per layout); or packed contiguous ``[total, heads, head_dim]`` with int32
+    of 16 bytes; a kernel per layout); or packed ``[total, heads, head_dim]`` (contiguous or views) with int32
     ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k`` at least the longest
     sequence's lengths (as ``flash_attn_varlen_func``: not checked against ``cu_seqlens``, which would read them
     back from the GPU). Any lengths; a query that sees no key (causal, more queries than keys) gives zeros.
-    Returns ``q``'s shape, contiguous. With ``Config.dynamic_tokens``, contiguous ``[batch, seqlen, ...]`` inputs run
-    as a packed batch of equal lengths on the varlen kernel of their lengths' buckets.
+    Returns ``q``'s shape, contiguous. With ``Config.dynamic_tokens``, ``[batch, seqlen, ...]`` inputs whose batch
+    and sequence dims view as one run as a packed batch of equal lengths on the varlen kernel of their lengths'
+    buckets.
     """
     _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
-    if cu_seqlens_q is not None:
-        return launch(template, problem, q, k, v, cu_seqlens_q, cu_seqlens_k)
-    views = {name: checks.tma_view(OP, name, t) for name, t in (("q", q), ("k", k), ("v", v))}
-    if not any(strides for _, strides in views.values()) and current().config.dynamic_tokens:
+    if cu_seqlens_q is None and current().config.dynamic_tokens and all(map(_tokens_merge, (q, k, v))):
         return _packed(q, k, v, causal, softmax_scale).view(q.shape)
+    template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
+    varlen = () if cu_seqlens_q is None else (cu_seqlens_q, cu_seqlens_k)
+    return _launch(template, problem, (q, k, v), varlen)
+
+
+def _launch(template: str, problem: dict, qkv: tuple, varlen: tuple) -> Tensor:
+    """The kernel of ``problem`` on ``q``, ``k``, ``v`` as they lie (a view's strides join the problem: a kernel per
+    layout), then the ``cu_seqlens`` of a packed batch."""
+    views = {name: checks.tma_view(OP, name, t) for name, t in zip("qkv", qkv)}
     problem.update({f"{name}_strides": strides for name, (_, strides) in views.items() if strides})
-    return launch(template, problem, *(view for view, _ in views.values()))
+    return launch(template, problem, *(view for view, _ in views.values()), *varlen)
+
+
+def _tokens_merge(t: Tensor) -> bool:
+    """Whether ``t [batch, seqlen, ...]``'s batch and sequence dims view as one token dim (contiguous tensors, heads
+    of a fused projection; not a ``[batch, heads, seqlen, dim]`` tensor transposed)."""
+    return t.shape[0] == 1 or t.shape[1] == 1 or t.stride(0) == t.stride(1) * t.shape[1]
 
 
 def _packed(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: Optional[float]) -> Tensor:
@@ -140,7 +151,7 @@ def _packed(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: Option
     (batch, seqlen_q), seqlen_k = q.shape[:2], k.shape[1]
     cu_q, cu_k = _offsets(batch, seqlen_q, q.device), _offsets(batch, seqlen_k, q.device)
     template, problem = _problem(q, k, causal, softmax_scale, cu_q, seqlen_q, seqlen_k)
-    return launch(template, problem, *(t.view(-1, *t.shape[2:]) for t in (q, k, v)), cu_q, cu_k)
+    return _launch(template, problem, tuple(t.view(-1, *t.shape[2:]) for t in (q, k, v)), (cu_q, cu_k))
 
 
 @functools.lru_cache(maxsize=64)
