@@ -7,7 +7,11 @@ env_setup() {
   source /tmp/gpu-setup.sh || return 1
   for d in .gpu-peers/a .gpu-peers/b; do [ -f $d/peers.sh ] && cp $d/peers.sh /tmp/gpu-peers.sh; done
   [ -f /tmp/gpu-peers.sh ] && source /tmp/gpu-peers.sh
-  [ -d .peers/mamba ] && { rm -rf /tmp/mamba-peer; cp -r .peers/mamba /tmp/mamba-peer; }
+  if [ -d .peers/mamba ]; then rm -rf /tmp/mamba-peer; cp -r .peers/mamba /tmp/mamba-peer
+  elif [ -f .peers/packed/mamba.tar.xz ]; then  # benchmarks/fetch_mamba_ssm.sh's archive of the same folder
+    rm -rf /tmp/mamba-peer; mkdir -p /tmp/mamba-peer
+    tar -C /tmp/mamba-peer --strip-components=1 -xJf .peers/packed/mamba.tar.xz
+  fi
   export PYTHONPATH=$PYTHONPATH:/tmp/mamba-peer TORCHINDUCTOR_COMPILE_THREADS=1
 }
 

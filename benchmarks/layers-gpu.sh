@@ -2,8 +2,8 @@
 # The layers suite (issue 14, item 4) on ONE H100 (nvidia-h100-x1): whole LLaMA-3-8B decoder layers and Mamba2-1.3B
 # mixers, pt-tvm's ops (eager and under torch.compile) against eager PyTorch, torch.compile (default and
 # max-autotune) and mamba-ssm, every output checked against float32 (benchmarks/layers/). Device calls on one warm
-# machine, each carrying .gpu-bundle and .peers/mamba (made once here by ../shared/gpu/make-bundle.sh and
-# benchmarks/fetch_mamba_ssm.sh; without .peers/mamba the mamba-ssm rows say it is not installed), each at most
+# machine, each carrying .gpu-bundle and .peers/packed (made once here by ../shared/gpu/make-bundle.sh and
+# benchmarks/fetch_mamba_ssm.sh; without it the mamba-ssm rows say it is not installed), each at most
 # 8 min (every Inductor compile is cold and per shape; each system settles 0.5 s before each timing round: the
 # default grid takes four calls):
 #   bash benchmarks/layers-gpu.sh tests          COMMIT   GPU tests of the suite: every system at 1 x 512
