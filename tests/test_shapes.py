@@ -193,6 +193,8 @@ def test_packed_views_are_loaded_by_tma_at_their_strides():
     ((1024, 8), "'q_strides' must be \\(\\) for a packed tensor or its \\(batch, seqlen, heads\\) strides"),
     ((1024, 64, 12), "3 positive multiples of 8 .* got \\(1024, 64, 12\\)"),
     ((1024, 0, 64), "got \\(1024, 0, 64\\)"),
+    ("1024,64", "got \\(1024, 64\\)"),  # a CLI string, read as ints
+    ("a,b", "'q_strides' expects tuple, got 'a,b'"),
 ])
 def test_attention_strides_refused_by_name(value, message):
     with pytest.raises(TemplateError, match=message):
