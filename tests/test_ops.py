@@ -542,6 +542,19 @@ def test_gemm_operands_lie_as_rows_on_16_byte_boundaries_or_are_copied_to_them(d
     assert calls.search == 3
 
 
+def test_transposed_weights_are_read_as_they_lie(dispatch):
+    """``matmul(a, w.T)`` for a ``w [N, K]`` lying as rows runs the ``trans_B`` kernel on ``w``, and ``linear(x,
+    w.T)`` for a weight kept ``[in, out]`` the plain kernel on ``w``: no copy, no ``ldb``. Every result checked."""
+    calls, store = dispatch
+    a, w = randn(100, 64), randn(136, 64, seed=1)
+    assert rel_err(ops.matmul(a, w.T).float(), a.float() @ w.float().T) < REL_TOL["float16"]
+    w_in_out, bias = randn(64, 136, seed=2), randn(136, seed=3)
+    out = ops.linear(a, w_in_out.T, bias)
+    assert rel_err(out.float(), a.float() @ w_in_out.float() + bias.float()) < REL_TOL["float16"]
+    problems = sorted((p["trans_B"], p["N"], p["K"], p.get("ldb", 0)) for p in (dict(k[1]) for k in store._kernels))
+    assert problems == [(False, 136, 64, 0), (True, 136, 64, 0)] and calls.search == 2
+
+
 def test_the_real_compile_step_runs_once_per_shape(monkeypatch, tmp_path):
     """Search, plan and TileLang's compile (nvcc) as on a GPU machine; only the launch fails on CPU tensors. The
     compiled kernel is kept: the second call of the shape compiles nothing and fails at the launch again."""

@@ -116,8 +116,10 @@ CASES = [
      "argument 'a' must be float16 or bfloat16"),
     ("matmul-b-dtype", lambda: ops.matmul(e(128, 64), e(64, 128, dtype=BF16)), TypeError,
      "argument 'b' is torch.bfloat16 but 'a' is torch.float16"),
-    ("matmul-b-noncontiguous", lambda: ops.matmul(e(128, 64), e(128, 64).T), ValueError,
-     "argument 'b' must be contiguous"),
+    ("matmul-b-strided", lambda: ops.matmul(e(128, 64), e(128, 128)[::2, ::2]), ValueError,
+     r"argument 'b' must be contiguous or rows of a wider tensor \(strides \(256, 2\)"),
+    ("matmul-b-transposed-k", lambda: ops.matmul(e(128, 64), e(128, 32).T), ValueError,
+     r"argument 'b.T' has K=32 \(dim 1 of \[N, K\]\), but 'a' has K=64"),
     ("matmul-b-unaligned", lambda: ops.matmul(e(128, 64), e(64 * 128 + 1)[1:].view(64, 128)), ValueError,
      "argument 'a' is on cpu"),  # GEMM operands off 16-byte boundaries are copied to them: on to the device check
     ("matmul-b-overlapping-rows", lambda: ops.matmul(e(128, 64), e(64 * 128).as_strided((64, 128), (64, 1))),

@@ -168,6 +168,16 @@ def test_linear(gen, shape, bias, dtype):
     close(out, F.linear(x.float(), w.float(), b.float() if bias else None), dtype, "linear")
 
 
+def test_transposed_weights(gen):
+    """``matmul(a, w.T)`` (tied embeddings' logits) and ``linear(x, w.T)`` for a weight kept ``[in, out]``, each
+    read as it lies by the other ``trans_B`` kernel."""
+    a, w = randn(gen, 2, 300, 512), randn(gen, 1000, 512)
+    close(ops.matmul(a, w.T), a.float() @ w.float().T, F16, "matmul w.T")
+    w_in_out, bias = randn(gen, 512, 768, dtype=BF16), randn(gen, 768, dtype=BF16)
+    x = randn(gen, 300, 512, dtype=BF16)
+    close(ops.linear(x, w_in_out.T, bias), x.float() @ w_in_out.float() + bias.float(), BF16, "linear w.T")
+
+
 def test_gemm_rows_as_they_lie_or_copied_to_16_byte_boundaries(gen):
     """K = 1001 fp16 (rows TMA cannot address: copied into rows 1008 apart), 1001 columns of a 1024-wide tensor
     (read as they lie), a view starting one element in (copied), and linear's weight of 1001 columns."""

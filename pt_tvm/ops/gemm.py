@@ -50,13 +50,24 @@ def _b_dims(trans_b: bool) -> tuple:
     return ("N", "K") if trans_b else ("K", "N")
 
 
-def _rows_as_they_lie(op: str, name: str, t: Tensor) -> None:
-    """Refuse a 2-D operand whose elements do not lie as rows: unit stride along a row, rows no closer than
-    their length (a contiguous tensor, or a view of some columns of a wider one)."""
+def _lies_as_rows(t: Tensor) -> bool:
+    """Whether a 2-D tensor's elements lie as rows: unit stride along a row, rows no closer than their length (a
+    contiguous tensor, or a view of some columns of a wider one)."""
     rows, cols = t.shape
-    if (cols > 1 and t.stride(1) != 1) or (rows > 1 and t.stride(0) < cols):
+    return not ((cols > 1 and t.stride(1) != 1) or (rows > 1 and t.stride(0) < cols))
+
+
+def _rows_as_they_lie(op: str, name: str, t: Tensor) -> None:
+    """Refuse a 2-D operand whose elements do not lie as rows (:func:`_lies_as_rows`)."""
+    if not _lies_as_rows(t):
         raise ArgumentError(f"{op}: argument {name!r} must be contiguous or rows of a wider tensor (strides "
                             f"{t.stride()} for shape {tuple(t.shape)}); pass {name}.contiguous()")
+
+
+def _as_columns(t: Tensor) -> bool:
+    """Whether a 2-D operand that does not lie as rows is the transpose of one that does (``w.T``, a weight kept
+    ``[in, out]``): the kernel then reads ``t.T`` with the other ``trans_B``, no copy."""
+    return t.dim() == 2 and not _lies_as_rows(t) and _lies_as_rows(t.T)
 
 
 def _tma_rows(t: Tensor) -> tuple[Tensor, int]:
@@ -119,6 +130,9 @@ torch.library.define("pt_tvm::matmul", "(Tensor a, Tensor b) -> Tensor")
 @torch.library.impl("pt_tvm::matmul", "CompositeImplicitAutograd")
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
     def kernel(rows: Tensor) -> Tensor:
+        if _as_columns(b):  # b = w.T of a w [N, K] lying as rows: the trans_B kernel reads w
+            _check_gemm("pt_tvm.ops.matmul", rows, b.T, ("N", "K"), names=("a", "b.T"), strided=True)
+            return gemm(rows, b.T, trans_b=True)
         _check_gemm("pt_tvm.ops.matmul", rows, b, ("K", "N"), strided=True)
         return gemm(rows, b)
 
@@ -127,7 +141,8 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """``a @ b`` for ``a [..., K]`` and a matrix ``b [K, N]`` (float16 or bfloat16, one CUDA device; contiguous or
-    rows of a wider tensor, as :func:`gemm` takes them): ``torch.matmul`` with ``b`` 2-D. Returns ``[..., N]``."""
+    rows of a wider tensor, as :func:`gemm` takes them, or ``b`` the transpose of such a ``[N, K]`` matrix, read as
+    it lies by the ``trans_B`` kernel): ``torch.matmul`` with ``b`` 2-D. Returns ``[..., N]``."""
     return torch.ops.pt_tvm.matmul(a, b)
 
 
@@ -137,6 +152,10 @@ torch.library.define("pt_tvm::linear", "(Tensor x, Tensor weight, Tensor? bias=N
 @torch.library.impl("pt_tvm::linear", "CompositeImplicitAutograd")
 def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     def kernel(rows: Tensor) -> Tensor:
+        if _as_columns(weight):  # weight = w.T of a w [in, out] lying as rows: the plain kernel reads w
+            _check_gemm("pt_tvm.ops.linear", rows, weight.T, ("K", "N"), names=("x", "weight.T"), bias=bias,
+                        strided=True)
+            return gemm(rows, weight.T)
         _check_gemm("pt_tvm.ops.linear", rows, weight, ("N", "K"), names=("x", "weight"), bias=bias, strided=True)
         return gemm(rows, weight, trans_b=True)
 
@@ -147,7 +166,8 @@ def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``x @ weight.T + bias`` as ``torch.nn.functional.linear``: ``x [..., in]``, ``weight [out, in]``,
     ``bias [out]`` (float16 or bfloat16, one CUDA device; ``x`` and ``weight`` contiguous or rows of a wider tensor,
-    as :func:`gemm` takes them). Returns ``[..., out]``."""
+    as :func:`gemm` takes them, or ``weight`` the transpose of such an ``[in, out]`` matrix, read as it lies).
+    Returns ``[..., out]``."""
     return torch.ops.pt_tvm.linear(x, weight, bias)
 
 
