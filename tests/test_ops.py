@@ -97,7 +97,7 @@ class Layer(torch.nn.Module):
         q, k, v = ops.linear(x, self.qkv.weight, self.qkv.bias).view(b, s, 3, self.heads, -1).unbind(2)
         o = ops.attention(q, k, v, causal=True)
         y = ops.linear(o.reshape(b, s, d), self.out.weight, self.out.bias)
-        y = torch.relu(ops.matmul(y, self.proj))
+        y = torch.relu(ops.matmul(y, self.proj)) + ops.linear(y, self.proj.T)  # a weight kept [in, out]
         ssd = ops.ssd_chunk_scan(y.view(b, s, self.heads, -1).contiguous(), dt, A, B, C, 64, D=A)
         return y + ssd.view(b, s, d)
 
