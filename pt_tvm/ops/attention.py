@@ -28,14 +28,16 @@ _THD_KV = ("total_k", "kv_heads", "head_dim")
 
 
 def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_seqlens_q: Optional[Tensor],
-           cu_seqlens_k: Optional[Tensor], max_seqlen_q: Optional[int], max_seqlen_k: Optional[int]) -> None:
-    """Types, dtypes, layouts, devices and sizes of the arguments; each error names the argument."""
+           cu_seqlens_k: Optional[Tensor], max_seqlen_q: Optional[int], max_seqlen_k: Optional[int]) -> dict:
+    """Types, dtypes, layouts, devices and sizes of the arguments; each error names the argument. Returns
+    ``q``, ``k``, ``v`` as the kernel reads them (:func:`checks.tma_view`, by name)."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     q_dims, kv_dims = (_THD_Q, _THD_KV) if varlen else (_BSHD_Q, _BSHD_KV)
     dims = checks.Dims(OP)
+    views = {}
     for name, t, layout in (("q", q, q_dims), ("k", k, kv_dims), ("v", v, kv_dims)):
         checks.tensor(OP, name, t, layout, checks.HALF, contiguous=False)
-        checks.tma_view(OP, name, t)
+        views[name] = checks.tma_view(OP, name, t)
         dims.bind(name, t, layout)
     for name, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
@@ -53,6 +55,7 @@ def _check(q: Tensor, k: Tensor, v: Tensor, softmax_scale: Optional[float], cu_s
             if value is not None:
                 raise ArgumentError(f"{OP}: argument {name!r} is for variable-length batches (with cu_seqlens_q "
                                     f"and cu_seqlens_k); leave it None for [batch, seqlen, heads, head_dim] inputs")
+    return views
 
 
 def _check_scale(op: str, softmax_scale: Optional[float]) -> None:
@@ -123,18 +126,17 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     and sequence dims view as one run as a packed batch of equal lengths on the varlen kernel of their lengths'
     buckets.
     """
-    _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    views = _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
     if cu_seqlens_q is None and current().config.dynamic_tokens and all(map(_tokens_merge, (q, k, v))):
         return _packed(q, k, v, causal, softmax_scale).view(q.shape)
     template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
     varlen = () if cu_seqlens_q is None else (cu_seqlens_q, cu_seqlens_k)
-    return _launch(template, problem, (q, k, v), varlen)
+    return _launch(template, problem, views, varlen)
 
 
-def _launch(template: str, problem: dict, qkv: tuple, varlen: tuple) -> Tensor:
-    """The kernel of ``problem`` on ``q``, ``k``, ``v`` as they lie (a view's strides join the problem: a kernel per
-    layout), then the ``cu_seqlens`` of a packed batch."""
-    views = {name: checks.tma_view(OP, name, t) for name, t in zip("qkv", qkv)}
+def _launch(template: str, problem: dict, views: dict, varlen: tuple) -> Tensor:
+    """The kernel of ``problem`` on ``q``, ``k``, ``v`` as they lie (``views``: :func:`checks.tma_view` of each, by
+    name; a view's strides join the problem: a kernel per layout), then the ``cu_seqlens`` of a packed batch."""
     problem.update({f"{name}_strides": strides for name, (_, strides) in views.items() if strides})
     return launch(template, problem, *(view for view, _ in views.values()), *varlen)
 
@@ -151,7 +153,8 @@ def _packed(q: Tensor, k: Tensor, v: Tensor, causal: bool, softmax_scale: Option
     (batch, seqlen_q), seqlen_k = q.shape[:2], k.shape[1]
     cu_q, cu_k = _offsets(batch, seqlen_q, q.device), _offsets(batch, seqlen_k, q.device)
     template, problem = _problem(q, k, causal, softmax_scale, cu_q, seqlen_q, seqlen_k)
-    return _launch(template, problem, tuple(t.view(-1, *t.shape[2:]) for t in (q, k, v)), (cu_q, cu_k))
+    views = {name: checks.tma_view(OP, name, t.view(-1, *t.shape[2:])) for name, t in zip("qkv", (q, k, v))}
+    return _launch(template, problem, views, (cu_q, cu_k))
 
 
 @functools.lru_cache(maxsize=64)
