@@ -1,0 +1,48 @@
+"""GPU experiment (issue 15, attention): the order in which a causal FlashAttention's query blocks are launched.
+
+A causal query block's work grows with its index. The template launches each head's blocks heaviest first, but the
+hardware dispatches heads one after another, so the launch order is a sawtooth of weights and the last wave mixes
+heavy blocks with light ones; panels of two or four query blocks walked across every head (``TileOrder(p,
+"column")``) launch all heads' heaviest blocks first, longest processing time first over the whole grid. Per
+config, one search; its best plan in launch order, in panels of 2 and 4 block columns, and walked persistently
+(each block its static share of the tiles) in panels of 2; each checked on every output against the float32
+reference on fresh random inputs (NaN-prefilled), then timed beside cuDNN SDPA in alternating rounds, inputs
+rotated past the L2.
+
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.causal_order $OUT``.
+"""
+import os
+import sys
+from dataclasses import replace
+
+from benchmarks.configs import suite_configs
+from benchmarks.experiments.variants import compare
+from pt_tvm.cost import estimate
+from pt_tvm.plan import TileOrder
+from pt_tvm.search import Candidate
+
+VARIANTS = {"launch order": (TileOrder(), False), "2 columns": (TileOrder(2, "column"), False),
+            "4 columns": (TileOrder(4, "column"), False), "persistent, 2 columns": (TileOrder(2, "column"), True)}
+CONFIGS = [dict(c.problem, note=f"d{c.problem['dim']} s{c.problem['seq_len']} {c.note}".strip())
+           for c in suite_configs("attention-core") if c.problem["causal"] and c.problem["dtype"] == "float16"]
+DEADLINE_S = 480  # no config starts timing after this
+
+
+def variants(result, vdev):
+    """The search's best plan in launch order, walked in each of :data:`VARIANTS`, priced by the current model."""
+    best = next(c for c in result.ranked if c.plan.tile_order.is_launch_order and not c.plan.persistent)
+    out = {}
+    for name, (order, persistent) in VARIANTS.items():
+        plan = replace(best.plan, tile_order=order, persistent=persistent)
+        out[name] = Candidate(plan, estimate(plan, best.graph, vdev), best.graph, f"{best.note}, {name}")
+    return out
+
+
+def main(out_dir):
+    compare(CONFIGS, variants, tuple(VARIANTS), out_dir, "causal_order.json",
+            "python -m benchmarks.experiments.causal_order $OUT", DEADLINE_S, template="flash_attention",
+            peer="cudnn-sdpa")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
