@@ -86,7 +86,8 @@ def compare_buckets(label: str, fns: Mapping[str, Callable], peer: str, make: Ca
 def describe(c: Candidate) -> str:
     t = c.plan.tile
     rest = "".join(f", {k}={v}" for k, v in t.items() if k not in ("block_M", "block_N", "block_K"))
-    return (f"{t['block_M']}x{t['block_N']}x{t['block_K']}{rest}, {c.plan.tile_order.describe()}"
+    dims = "x".join(str(t[k]) for k in ("block_M", "block_N", "block_K") if k in t)
+    return (f"{dims}{rest}, {c.plan.tile_order.describe()}"
             + (", persistent" if c.plan.persistent else "") + (", stream-K" if c.plan.stream_k else "")
             + (", rows split" if c.plan.row_split else ""))
 
