@@ -141,11 +141,15 @@ class TileOrder:
     panels of ``panel`` block rows (``axis="row"``: consecutive tiles go down a column of the panel,
     then to the next column, so the tiles resident at once share their column operands in L2) or of
     ``panel`` block columns (``axis="column"``), odd panels walked backwards: the order of TileLang's
-    ``rasterization2DRow`` / ``rasterization2DColumn`` (``T.use_swizzle``).
+    ``rasterization2DRow`` / ``rasterization2DColumn`` (``T.use_swizzle``). ``snake=False`` walks every panel
+    forwards: a causal FlashAttention's query blocks (``blockIdx.x``, heaviest first) then run heaviest first
+    within each panel of heads, so the grid's last wave holds its lightest blocks (FlashAttention 3's
+    sections of heads that share L2).
     """
 
     panel: int = 1
     axis: str = "row"
+    snake: bool = True
 
     AXES = ("row", "column")
 
@@ -167,12 +171,13 @@ class TileOrder:
         last = (fast * slow - ((fast * slow + size - 1) // size - 1) * size) // fast  # the last panel's width
         idx, offset = linear // size, linear % size
         width = pick(idx + 1 < (fast * slow + size - 1) // size, self.panel, last)
-        along = pick(idx % 2 == 1, fast - 1 - offset // width, offset // width)
+        along = pick(idx % 2 == 1, fast - 1 - offset // width, offset // width) if self.snake else offset // width
         across = offset % width + idx * self.panel
         return (along, across) if self.axis == "row" else (across, along)
 
     def describe(self) -> str:
-        return "launch order" if self.panel == 1 else f"panels of {self.panel} block {self.axis}s"
+        return ("launch order" if self.panel == 1 else f"panels of {self.panel} block {self.axis}s"
+                + ("" if self.snake else ", each forwards"))
 
 
 @dataclass(frozen=True)

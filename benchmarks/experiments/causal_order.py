@@ -22,7 +22,7 @@ from pt_tvm.plan import TileOrder
 from pt_tvm.search import Candidate
 
 VARIANTS = {"launch order": (TileOrder(), False), "2 columns": (TileOrder(2, "column"), False),
-            "4 columns": (TileOrder(4, "column"), False), "persistent, 2 columns": (TileOrder(2, "column"), True)}
+            **{f"{p} heads": (TileOrder(p, "row", snake=False), False) for p in (2, 4, 8)}}
 CONFIGS = [dict(c.problem, note=f"d{c.problem['dim']} s{c.problem['seq_len']} {c.note}".strip())
            for c in suite_configs("attention-core") if c.problem["causal"] and c.problem["dtype"] == "float16"]
 DEADLINE_S = 480  # no config starts timing after this
@@ -33,6 +33,8 @@ def variants(result, vdev):
     best = next(c for c in result.ranked if c.plan.tile_order.is_launch_order and not c.plan.persistent)
     out = {}
     for name, (order, persistent) in VARIANTS.items():
+        if order.panel >= best.graph.grid["by"]:
+            continue
         plan = replace(best.plan, tile_order=order, persistent=persistent)
         out[name] = Candidate(plan, estimate(plan, best.graph, vdev), best.graph, f"{best.note}, {name}")
     return out
