@@ -131,6 +131,8 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
         trip_count=trips[0],
         annotations={text(k): text(v) for k, v in loop.annotations.items()},
         max_trip_count=trips[1] if trips[1] > trips[0] else 0.0,
+        block_trips=trips[2],
+        trips_index=trips[3],
     )
     return STaskGraph(name=name, target=vdev.name, stasks=tuple(stasks), edges=dependences(stasks, buffers),
                       buffers=buffers, loop=loop_info, grid={k: v[1] for k, v in grid.items()}, threads=threads,
@@ -568,20 +570,23 @@ def _vars(expr: Any) -> list[tirx.Var]:
     return found
 
 
-def _trip_counts(extent: Any, grid: dict) -> tuple[float, float]:
-    """The loop's ``(mean, heaviest)`` trip counts over the launch index it may depend on (causal masks)."""
+def _trip_counts(extent: Any, grid: dict) -> tuple[float, float, tuple[int, ...], str]:
+    """The loop's mean and heaviest trip counts over the launch index it may depend on (causal masks), and where
+    they vary, its trips at each value of that index and the index's name (the cost model walks the blocks)."""
     if isinstance(extent, tirx.IntImm):
-        return float(extent.value), float(extent.value)
+        return float(extent.value), float(extent.value), (), ""
     analyzer = tvm.arith.Analyzer()
-    by_var = {var.name: (var, ext) for _, (var, ext) in grid.items()}
+    by_var = {var.name: (name, var, ext) for name, (var, ext) in grid.items()}
     names = {v.name for v in _vars(extent)}
-    if len(names) == 1 and next(iter(names)) in by_var and by_var[next(iter(names))][1]:
-        var, ext = by_var[next(iter(names))]
+    if len(names) == 1 and next(iter(names)) in by_var and by_var[next(iter(names))][2]:
+        name, var, ext = by_var[next(iter(names))]
         vals = [analyzer.simplify(tirx.stmt_functor.substitute(extent, {var: tirx.IntImm(var.dtype, i)}))
                 for i in range(ext)]
         if all(isinstance(v, tirx.IntImm) for v in vals):
-            return sum(v.value for v in vals) / len(vals), float(max(v.value for v in vals))
+            trips = tuple(int(v.value) for v in vals)
+            varies = max(trips) > min(trips)
+            return sum(trips) / len(trips), float(max(trips)), trips if varies else (), name if varies else ""
     bound = analyzer.const_int_bound(extent)
     if bound.max_value < (1 << 30):
-        return float(bound.max_value), float(bound.max_value)
+        return float(bound.max_value), float(bound.max_value), (), ""
     raise ExtractionError(f"cannot bound the pipelined loop's trip count {extent}")

@@ -22,6 +22,7 @@ add a per-iteration overhead; :func:`calibrate` fits them to measured kernels.
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import math
 import os
@@ -464,8 +465,18 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     work = max([sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy] + [port * graph.loop.trip_count])
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     kernel_cycles = wave_cycles * waves
-    if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
-        fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
+    fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
+    if graph.loop.block_trips and bpe == 1 and steady > 0:
+        # blocks of unequal length (a causal mask), one an EU: walk them in the plan's order, each block (or a
+        # persistent block's next tile) on the first free EU, at the cost of its fill and epilogue beyond its
+        # steady iterations plus its own iterations
+        fixed = _quantized(max(0.0, sim_end - iters * per_iter) / steady)
+        saving = _quantized(max(0.0, min(fill, epilogue)) / steady) if plan.persistent else 0.0
+        span = walk_span(graph, plan.tile_order, plan.persistent, vdev.num_eus, fixed, saving)
+        tiles = blocks - vdev.num_eus if plan.persistent else 0  # those after each EU's first, if persistent
+        share = (blocks * (graph.loop.trip_count + fixed) - max(0, tiles) * saving) / min(vdev.num_eus, blocks)
+        kernel_cycles = (share + TAIL_WEIGHT * max(0.0, span - share)) * steady * wave_cycles / block
+    elif plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
         if plan.stream_k:  # the slower of a head's block (whole tiles, its head, the partial sums it adds, the
             # epilogues) and a tail's (whole tiles, its share of the tails, a partial sum published per segment);
             # each segment after the first refills the pipeline beyond what the last one's end hides
@@ -479,8 +490,9 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         else:
             kernel_cycles -= (waves - 1) * max(0.0, min(fill, epilogue))
     elif graph.loop.max_trip_count:
-        # blocks of unequal length (a causal mask), the heaviest launched first: the light ones fill the last
-        # wave, so the grid takes its share of the whole work, but no less than its heaviest block
+        # blocks of unequal length sharing an EU: the light ones fill the last wave (co-resident blocks run
+        # faster where fewer share the EU), so the grid takes its share of the whole work, but no less than its
+        # heaviest block
         heaviest = (sim_end + max(0.0, graph.loop.max_trip_count - iters) * steady
                     + (steady - per_iter) * min(iters, graph.loop.max_trip_count))
         kernel_cycles = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest)
@@ -498,6 +510,59 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         dram_seconds=dram_bytes / vdev.dram_bandwidth,
         l2_bound=sim.l2_bound,
     )
+
+
+# The last wave's blocks run on an emptying GPU (L2, DRAM and the power budget shared by fewer SMs), faster than
+# their steady iterations: the gains of a causal grid's orders measured about half what the list schedule gives
+# (one H200, benchmarks/results/2026-11-28-h200-causal-order: head dim 256 at 4 x 4096 10% for 12.5% priced, head
+# dims 64 and 128 1-3% for 3-6%), and 777 queries over 2500 keys in 800 packed blocks on 132 SMs took 1.09x the
+# share of the work (one H100, 2026-11-26-h100-ragged-gqa) where the schedule gives 1.16x. A kernel of unequal
+# blocks is priced at its share of the work plus this weight of what the walk's last block ends after it.
+TAIL_WEIGHT = 0.5
+
+
+def _quantized(x: float) -> float:
+    """``x`` to two significant digits: the walks of plans priced alike share one simulation (:func:`walk_span`)."""
+    return float(f"{x:.2g}")
+
+
+def walk_order(graph: STaskGraph, order: TileOrder) -> np.ndarray:
+    """The loop's trips of each block of ``graph``'s grid in the order ``order`` walks them (the launch index
+    linear, ``blockIdx.x`` fastest, each plane of the first two indices in ``order``)."""
+    extents = list(graph.grid.values())
+    gx, gy = extents[0], extents[1] if len(extents) > 1 else 1
+    linear = np.arange(math.prod(extents))
+    x, y = order.coords(linear % (gx * gy), gx, gy, np.where)
+    index, rest = [x, y], linear // (gx * gy)
+    for extent in extents[2:]:
+        rest, digit = np.divmod(rest, extent)
+        index.append(digit)
+    return np.asarray(graph.loop.block_trips)[index[list(graph.grid).index(graph.loop.trips_index)]]
+
+
+@functools.lru_cache(maxsize=1024)
+def _span(trips: tuple[int, ...], persistent: bool, slots: int, fixed: float, saving: float) -> float:
+    """Steady iterations until the last of these blocks (in walk order, each ``fixed`` beyond its trips) ends:
+    dynamically each on the first free of ``slots`` places (the block scheduler), or persistently the
+    ``i``-th on place ``i % slots``, each tile after a place's first saving ``saving``."""
+    if persistent:
+        cost = np.asarray(trips, dtype=float) + fixed
+        count = np.bincount(np.arange(len(cost)) % slots, minlength=slots)
+        per_place = np.bincount(np.arange(len(cost)) % slots, weights=cost, minlength=slots)
+        return float(np.max(per_place - np.maximum(count - 1, 0) * saving))
+    free = [0.0] * min(slots, len(trips))
+    for t in trips:
+        heapq.heapreplace(free, free[0] + t + fixed)
+    return max(free)
+
+
+def walk_span(graph: STaskGraph, order: TileOrder, persistent: bool, slots: int, fixed: float,
+              saving: float = 0.0) -> float:
+    """Steady iterations from the first block of ``graph``'s grid to the last one's end, the blocks walked in
+    ``order`` (:func:`walk_order`) over ``slots`` places (:func:`_span`). Where a causal mask makes the blocks
+    unequal, launching each head's heaviest query blocks first leaves heavy blocks of the last heads in the last
+    wave; walking panels of heads forwards (``TileOrder(p, "row", snake=False)``) ends on the lightest."""
+    return _span(tuple(walk_order(graph, order).tolist()), persistent, slots, fixed, saving)
 
 
 def _stream_k_fixup_cycles(graph: STaskGraph, vdev: VDevice) -> float:

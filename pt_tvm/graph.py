@@ -201,6 +201,8 @@ class LoopInfo:
     trip_count: float  # mean trips over the grid (the extent may depend on the block index)
     annotations: Mapping[str, str] = field(default_factory=dict)
     max_trip_count: float = 0.0  # the heaviest block's trips where they vary over the grid (a causal mask), else 0
+    block_trips: tuple[int, ...] = ()  # where they vary: the trips at each value of the launch index ...
+    trips_index: str = ""  # ... named here (``bx``), so the cost model can walk the blocks in a plan's order
 
 
 @dataclass(frozen=True)
@@ -323,7 +325,7 @@ class STaskGraph:
             buffers = {k: BufferInfo(**{**b, "shape": tuple(b["shape"]), "strides": tuple(b.get("strides", ()))})
                        for k, b in d["buffers"].items()}
             return cls(name=d["name"], target=d["target"], stasks=stasks, edges=edges, buffers=buffers,
-                       loop=LoopInfo(**d["loop"]), grid=dict(d["grid"]), threads=int(d["threads"]),
+                       loop=_loop(d["loop"]), grid=dict(d["grid"]), threads=int(d["threads"]),
                        symbols={str(k): int(v) for k, v in d.get("symbols", {}).items()})
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise GraphError(f"corrupt sTask-graph: {type(e).__name__}: {e}") from None
@@ -393,6 +395,10 @@ def _dot_escape(s: str) -> str:
 def _access(a: Mapping[str, Any]) -> Access:
     return Access(buffer=a["buffer"], scope=a["scope"], offsets=tuple(a["offsets"]),
                   extents=tuple(a["extents"]), block_vars=tuple(a.get("block_vars", ())))
+
+
+def _loop(d: Mapping[str, Any]) -> LoopInfo:
+    return LoopInfo(**{**d, "block_trips": tuple(d.get("block_trips", ()))})
 
 
 def _enum_value(o: Any) -> Any:

@@ -237,11 +237,95 @@ def test_search_walks_large_gemm_tiles_in_panels_and_persistently():
 
 
 def test_search_walks_turns_and_per_tile_pipelines_only_in_other_orders():
-    """FlashAttention's plans reload Q once per tile and take turns: not yet walked persistently (no GPU run)."""
+    """FlashAttention's plans reload Q once per tile and take turns: not walked persistently (correct on the GPU,
+    measured slower: space.tile_walks)."""
     _, _, _, graph, plan = _planned("flash_attention", batch=4, heads=16, kv_heads=16, seq_len=2048, dim=128)
     walks = tile_walks(plan, graph, H100)
     assert walks and not any(p.persistent for p in walks)
     assert {p.tile_order for p in walks} == set(tile_orders(graph)) - {TileOrder()}
+
+
+# ---------------------------------------------------------------- causal grids: blocks of unequal length
+def test_forward_panels_are_a_permutation_and_keep_in_json():
+    """``snake=False`` walks every panel of block rows forwards (x from 0): a permutation of the grid, ragged
+    last panel included; plans keep the flag, and plans written before it read as the snake."""
+    for gx, gy, panel in ((22, 32, 4), (7, 5, 2), (32, 8, 16)):
+        walk = [TileOrder(panel, "row", snake=False).coords(i, gx, gy) for i in range(gx * gy)]
+        assert sorted(walk) == sorted((x, y) for x in range(gx) for y in range(gy))
+        width = min(panel, gy)
+        assert [x for x, _ in walk[:width * gx:width]] == list(range(gx))  # the first panel from its first column
+    _, _, _, graph, plan = _planned("flash_attention", batch=2, heads=8, kv_heads=8, seq_len=1024, dim=128,
+                                    causal=True)
+    walked = replace(plan, tile_order=TileOrder(4, "row", snake=False))
+    assert ExecutionPlan.from_json(walked.to_json()) == walked
+    old = walked.to_dict()
+    del old["tile_order"]["snake"]
+    assert ExecutionPlan.from_dict(old).tile_order == TileOrder(4, "row")
+    assert "panels of 4 block rows, each forwards" in walked.describe(graph)
+
+
+def test_causal_grids_record_each_query_blocks_trips():
+    """A causal mask's trips vary with the query block (``bx``): the graph keeps them per block, so the cost
+    model can walk the grid; a full mask keeps none."""
+    _, _, _, causal, _ = _planned("flash_attention", batch=2, heads=8, kv_heads=8, seq_len=1024, dim=128,
+                                  block_M=128, block_N=128, causal=True)
+    assert causal.loop.trips_index == "bx" and causal.loop.block_trips == (8, 7, 6, 5, 4, 3, 2, 1)  # heaviest first
+    assert sum(causal.loop.block_trips) / 8 == causal.loop.trip_count
+    _, _, _, full, _ = _planned("flash_attention", batch=2, heads=8, kv_heads=8, seq_len=1024, dim=128)
+    assert full.loop.block_trips == () and full.loop.trips_index == ""
+    assert TileOrder(4, "row", snake=False) in tile_orders(causal)
+    assert not any(not o.snake for o in tile_orders(full))
+
+
+def test_walk_span_is_list_scheduling_in_the_order():
+    """Four blocks of 3, 1, 1, 1 steady iterations on two EUs: the heavy one first ends at 3 (the light ones
+    share the other EU), last it ends at 4 (one light block each, then the heavy one); persistently the
+    i-th block runs on EU i % 2, each tile after an EU's first saving what its epilogue hides."""
+    _span = cost._span
+    assert _span((3, 1, 1, 1), False, 2, 0.0, 0.0) == 3.0
+    assert _span((1, 1, 1, 3), False, 2, 0.0, 0.0) == 4.0
+    assert _span((3, 1, 1, 1), True, 2, 1.0, 0.0) == 6.0 and _span((3, 1, 1, 1), True, 2, 1.0, 0.5) == 5.5
+
+
+@pytest.mark.parametrize("params, tile, best", [
+    (dict(batch=4, heads=8, kv_heads=8, seq_len=4096, dim=256), dict(block_M=128, block_N=80), 1.05),
+    (dict(batch=4, heads=16, kv_heads=16, seq_len=4096, dim=128), dict(block_M=128, block_N=128), 1.02),
+])
+def test_causal_launch_order_prices_its_last_wave(params, tile, best):
+    """Launched in order, each head's blocks heaviest first, the last wave of a causal grid holds heavy blocks of
+    the last heads; panels of four heads walked forwards end on the lightest. Measured on one H200
+    (benchmarks/results/2026-11-28-h200-causal-order): 1.04 -> 1.14x cuDNN at head dim 256, 1.05 -> 1.08x at
+    128. The model prices the launch order 6% and 2.7% slower (half of what its last wave adds, cost.TAIL_WEIGHT),
+    and a full mask alike in every order."""
+    _, _, _, graph, plan = _planned("flash_attention", **params, causal=True, **tile)
+    price = lambda order: cost.estimate(replace(plan, tile_order=order), graph, H100).seconds  # noqa: E731
+    assert price(TileOrder()) > best * price(TileOrder(4, "row", snake=False))
+    _, _, _, full, full_plan = _planned("flash_attention", **params, **tile)
+    assert cost.estimate(replace(full_plan, tile_order=TileOrder(4, "row", snake=False)), full, H100).seconds \
+        == pytest.approx(cost.estimate(full_plan, full, H100).seconds)
+
+
+def test_a_static_walk_of_a_causal_grid_prices_its_imbalance():
+    """Walked persistently in launch order, 22 query blocks a head on 132 SMs give each block the same query block
+    at every step (132 = 6 x 22): the block holding the heaviest ones ends last, at about 1.8x the mean (priced
+    at half that excess, cost.TAIL_WEIGHT). Measured so on one H200 (2026-11-28-h200-causal-order, the first
+    run): persistent walks ran 0.65-0.96x the launch order's speed; the search does not walk FlashAttention
+    persistently (space.tile_walks)."""
+    _, _, _, graph, plan = _planned("flash_attention", batch=4, heads=32, kv_heads=32, seq_len=4096, dim=64,
+                                    causal=True, block_M=192, block_N=128, threads=128)
+    assert graph.grid["bx"] == 22 and graph.loop.block_trips[0] == 32
+    price = lambda order, persistent: cost.estimate(  # noqa: E731
+        replace(plan, tile_order=order, persistent=persistent), graph, H100).seconds
+    assert price(TileOrder(), True) > 1.25 * price(TileOrder(), False)
+    assert price(TileOrder(2, "column"), True) < 1.2 * price(TileOrder(), False)
+
+
+def test_search_walks_causal_heads_in_forward_panels():
+    """The search's pick for causal attention at head dim 256 (4 x 4096) walks panels of heads forwards."""
+    result, _, _ = schedule_template("flash_attention", "h200", params=dict(
+        batch=4, heads=8, kv_heads=8, seq_len=4096, dim=256, causal=True))
+    order = result.best.plan.tile_order
+    assert order.axis == "row" and not order.snake and not result.best.plan.persistent
 
 
 # ---------------------------------------------------------------- on a GPU

@@ -4,10 +4,11 @@ A causal query block's work grows with its index. The template launches each hea
 hardware dispatches heads one after another, so the launch order is a sawtooth of weights and the last wave mixes
 heavy blocks with light ones; panels of two or four query blocks walked across every head (``TileOrder(p,
 "column")``) launch all heads' heaviest blocks first, longest processing time first over the whole grid. Per
-config, one search; its best plan in launch order, in panels of 2 and 4 block columns, and walked persistently
-(each block its static share of the tiles) in panels of 2; each checked on every output against the float32
-reference on fresh random inputs (NaN-prefilled), then timed beside cuDNN SDPA in alternating rounds, inputs
-rotated past the L2.
+config, one search; the search's pick, and its best plan in launch order walked: in launch order, in panels of
+2 block columns, and in panels of 2, 4 and 8 heads walked forwards (``TileOrder(p, "row", snake=False)``); each
+checked on every output against the float32 reference on fresh random inputs (NaN-prefilled), then timed beside
+cuDNN SDPA in alternating rounds, inputs rotated past the L2. (The run at 547f02b timed panels of 4 block columns
+and a persistent walk in panels of 2 instead of the heads' panels.)
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.causal_order $OUT``.
 """
@@ -31,7 +32,7 @@ DEADLINE_S = 480  # no config starts timing after this
 def variants(result, vdev):
     """The search's best plan in launch order, walked in each of :data:`VARIANTS`, priced by the current model."""
     best = next(c for c in result.ranked if c.plan.tile_order.is_launch_order and not c.plan.persistent)
-    out = {}
+    out = {"search's pick": result.best}
     for name, (order, persistent) in VARIANTS.items():
         if order.panel >= best.graph.grid["by"]:
             continue
@@ -41,7 +42,7 @@ def variants(result, vdev):
 
 
 def main(out_dir):
-    compare(CONFIGS, variants, tuple(VARIANTS), out_dir, "causal_order.json",
+    compare(CONFIGS, variants, ("search's pick", *VARIANTS), out_dir, "causal_order.json",
             "python -m benchmarks.experiments.causal_order $OUT", DEADLINE_S, template="flash_attention",
             peer="cudnn-sdpa")
 
