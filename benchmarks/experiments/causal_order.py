@@ -7,8 +7,9 @@ heavy blocks with light ones; panels of two or four query blocks walked across e
 config, one search; the search's pick, and its best plan in launch order walked: in launch order, in panels of
 2 block columns, and in panels of 2, 4 and 8 heads walked forwards (``TileOrder(p, "row", snake=False)``); each
 checked on every output against the float32 reference on fresh random inputs (NaN-prefilled), then timed beside
-cuDNN SDPA in alternating rounds, inputs rotated past the L2. (The run at 547f02b timed panels of 4 block columns
-and a persistent walk in panels of 2 instead of the heads' panels.)
+cuDNN SDPA and flash-attn-4 (where its peers bundle is set up) in alternating rounds, inputs rotated past the L2.
+(The run at 547f02b timed panels of 4 block columns and a persistent walk in panels of 2 instead of the heads'
+panels, without flash-attn-4.)
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.causal_order $OUT``.
 """
@@ -44,7 +45,7 @@ def variants(result, vdev):
 def main(out_dir):
     compare(CONFIGS, variants, ("search's pick", *VARIANTS), out_dir, "causal_order.json",
             "python -m benchmarks.experiments.causal_order $OUT", DEADLINE_S, template="flash_attention",
-            peer="cudnn-sdpa")
+            peer="cudnn-sdpa", also=("fa3",))
 
 
 if __name__ == "__main__":

@@ -103,9 +103,10 @@ def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:
 
 def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir: str, out_name: str,
             command: str, deadline_s: float, space: SearchSpace = SearchSpace(), template: str = "gemm",
-            peer: str = "cublas") -> list:
+            peer: str = "cublas", also: Sequence[str] = ()) -> list:
     """Search each config (``note`` is a label), time ``picks(result, vdev)`` against ``peer`` (a system of
-    :mod:`benchmarks.systems`); the rows."""
+    :mod:`benchmarks.systems`), and the peers ``also`` beside them (those that build on this machine); the
+    rows."""
     t_start = time.time()
     vdev = hw.from_device()
     tmpl = templates.get(template)
@@ -129,12 +130,17 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
         sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
         check = make(1_000)
         refs = as_outputs(tmpl.reference(*check, **problem))
-        fns, info = {}, {}
-        peer_fn, peer_info = build_system(peer, tmpl, problem, vdev)
-        for name, c in [(peer, None), *chosen.items()]:
-            entry = {"worker": errors[i, name]} if c is not None else dict(peer_info)
+        fns, info, peer_fns = {}, {}, {}
+        for name in (peer, *also):
             try:
-                fn = peer_fn if c is None else tmpl.compile(planned_func(template, problem, c, vdev), vdev.tvm_target())
+                peer_fns[name] = build_system(name, tmpl, problem, vdev)
+            except Exception as ex:  # a peer that does not take the config, or is not installed: reported
+                info[name] = {"error": f"{type(ex).__name__}: {ex}"[:400]}
+        for name, c in [*((n, None) for n in peer_fns), *chosen.items()]:
+            entry = {"worker": errors[i, name]} if c is not None else dict(peer_fns[name][1])
+            try:
+                fn = peer_fns[name][0] if c is None else tmpl.compile(planned_func(template, problem, c, vdev),
+                                                                       vdev.tvm_target())
                 (chk,) = check_call(fn, check, refs)
                 entry.update(rel_err=chk.rel_err, prefill=chk.prefill)
                 if c is not None:
@@ -161,12 +167,12 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
         with open(os.path.join(out_dir, out_name), "w") as f:
             json.dump({"header": head, "rows": rows}, f, indent=1, default=str)
     print(f"\nTFLOP/s over {peer}'s; kernels as searched (total {time.time() - t_start:.0f} s)")
-    print(f"{'config':<26}{peer:>13}" + "".join(f"{v:>16}" for v in names) + "  model pick")
+    print(f"{'config':<26}{peer:>13}" + "".join(f"{v:>16}" for v in (*also, *names)) + "  model pick")
     for r in rows:
         s, cfg = r["systems"], r["config"]
         base = s[peer].get("tflops")
         cells = [f"{s[v]['tflops']:.0f} ({s[v]['tflops'] / base:.2f}x)" if v in s and "tflops" in s[v] and base
-                 else ("ERR" if v in s else "-") for v in names]
+                 else ("ERR" if v in s else "-") for v in (*also, *names)]
         print(f"{cfg['dtype'][:4] + ' ' + cfg['note']:<26}{base or 0:>13.0f}" + "".join(f"{c:>16}" for c in cells)
               + f"  {s['model pick']['is']}")
     for r in rows:
