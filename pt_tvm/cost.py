@@ -466,17 +466,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     kernel_cycles = wave_cycles * waves
     fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
-    if graph.loop.block_trips and bpe == 1 and steady > 0:
-        # blocks of unequal length (a causal mask), one an EU: walk them in the plan's order, each block (or a
-        # persistent block's next tile) on the first free EU, at the cost of its fill and epilogue beyond its
-        # steady iterations plus its own iterations
-        fixed = _quantized(max(0.0, sim_end - iters * per_iter) / steady)
-        saving = _quantized(max(0.0, min(fill, epilogue)) / steady) if plan.persistent else 0.0
-        span = walk_span(graph, plan.tile_order, plan.persistent, vdev.num_eus, fixed, saving)
-        tiles = blocks - vdev.num_eus if plan.persistent else 0  # those after each EU's first, if persistent
-        share = (blocks * (graph.loop.trip_count + fixed) - max(0, tiles) * saving) / min(vdev.num_eus, blocks)
-        kernel_cycles = (share + TAIL_WEIGHT * max(0.0, span - share)) * steady * wave_cycles / block
-    elif plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
+    if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
         if plan.stream_k:  # the slower of a head's block (whole tiles, its head, the partial sums it adds, the
             # epilogues) and a tail's (whole tiles, its share of the tails, a partial sum published per segment);
             # each segment after the first refills the pipeline beyond what the last one's end hides
@@ -490,12 +480,23 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         else:
             kernel_cycles -= (waves - 1) * max(0.0, min(fill, epilogue))
     elif graph.loop.max_trip_count:
-        # blocks of unequal length sharing an EU: the light ones fill the last wave (co-resident blocks run
-        # faster where fewer share the EU), so the grid takes its share of the whole work, but no less than its
-        # heaviest block
+        # blocks of unequal length (a causal mask), the heaviest launched first: the light ones fill the last
+        # wave, so the grid takes its share of the whole work, but no less than its heaviest block (and, where a
+        # block holds an EU alone, what its walk's last wave adds: below)
         heaviest = (sim_end + max(0.0, graph.loop.max_trip_count - iters) * steady
                     + (steady - per_iter) * min(iters, graph.loop.max_trip_count))
         kernel_cycles = max(wave_cycles * blocks / (vdev.num_eus * bpe), heaviest)
+    if graph.loop.block_trips and bpe == 1 and steady > 0 and not plan.stream_k:
+        # blocks of unequal length (a causal mask), one an EU: walked in the plan's order, each block (or a
+        # persistent block's next tile) on the first free EU, the last ends after the share of the work; that
+        # excess, weighted, is added (each block costs its fill and epilogue beyond its steady iterations, and
+        # its own iterations)
+        fixed = _quantized(max(0.0, sim_end - iters * per_iter) / steady)
+        saving = _quantized(max(0.0, min(fill, epilogue)) / steady) if plan.persistent else 0.0
+        span = walk_span(graph, plan.tile_order, plan.persistent, vdev.num_eus, fixed, saving)
+        tiles = max(0, blocks - vdev.num_eus) if plan.persistent else 0  # each EU's tiles after its first
+        share = (blocks * (graph.loop.trip_count + fixed) - tiles * saving) / min(vdev.num_eus, blocks)
+        kernel_cycles += TAIL_WEIGHT * max(0.0, span - share) * steady * wave_cycles / block
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
     return Estimate(
@@ -517,7 +518,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
 # (one H200, benchmarks/results/2026-11-28-h200-causal-order: head dim 256 at 4 x 4096 10% for 12.5% priced, head
 # dims 64 and 128 1-3% for 3-6%), and 777 queries over 2500 keys in 800 packed blocks on 132 SMs took 1.09x the
 # share of the work (one H100, 2026-11-26-h100-ragged-gqa) where the schedule gives 1.16x. A kernel of unequal
-# blocks is priced at its share of the work plus this weight of what the walk's last block ends after it.
+# blocks is priced at its share of the work plus this weight of what the walk's last block ends after that share.
 TAIL_WEIGHT = 0.5
 
 

@@ -44,7 +44,7 @@ from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
-           "async_moves", "reordered", "resource_bound", "PANELS", "tile_orders", "tile_walks", "row_split_variant"]
+           "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "tile_orders", "tile_walks", "row_split_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -348,21 +348,27 @@ def reordered(plan: ExecutionPlan, role: str, graph: STaskGraph, order: list[App
 
 
 PANELS = (2, 4, 8, 16)  # block rows (or columns) per panel of a tile order
+# Panels of heads walked forwards (a causal grid's): on one H200 (benchmarks/results/2026-11-28-h200-causal-order,
+# two runs) panels of 8 and 16 heads ran no faster than panels of 4 on 15 of 18 configs, and up to 3.4% slower (more
+# heads' keys and values read at once through L2), where the model prices them alike.
+FORWARD_PANELS = (2, 4)
 
 
 def tile_orders(graph: STaskGraph) -> list[TileOrder]:
     """The launch order, and panels of :data:`PANELS` block rows or columns fewer than the grid has
-    (an order over the first two launch indices of a grid of known size); where the blocks' trips vary with the
-    first index (a causal mask), also panels of block rows walked forwards (sections of heads, each walked
-    heaviest query block first)."""
+    (an order over the first two launch indices of a grid of known size). Where the blocks' trips vary with the
+    first index (a causal mask's query blocks), panels of :data:`FORWARD_PANELS` block rows walked forwards
+    instead (sections of heads, each heaviest query block first): panels of block columns, which spread the
+    resident blocks over every head, ran 3-6% slower than the launch order at 16384 tokens (one H200,
+    2026-11-28-h200-causal-order), where the model does not see the keys and values they read through L2."""
     grid = list(graph.grid.values())
     if len(grid) < 2 or any(e is None for e in grid) or graph.symbols:  # a grid of symbolic size: as launched
         return [TileOrder()]
     gx, gy = grid[0], grid[1]
-    forwards = graph.loop.trips_index == next(iter(graph.grid))
+    if graph.loop.trips_index == next(iter(graph.grid)):
+        return [TileOrder(), *(TileOrder(p, "row", snake=False) for p in FORWARD_PANELS if p < gy)]
     return [TileOrder(), *(TileOrder(p, "row") for p in PANELS if p < gy),
-            *(TileOrder(p, "column") for p in PANELS if p < gx),
-            *(TileOrder(p, "row", snake=False) for p in PANELS if p < gy and forwards)]
+            *(TileOrder(p, "column") for p in PANELS if p < gx)]
 
 
 def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
