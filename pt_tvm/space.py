@@ -44,7 +44,8 @@ from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
-           "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "tile_orders", "tile_walks", "row_split_variant"]
+           "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "tile_orders", "tile_walks",
+           "row_split_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
