@@ -14,6 +14,7 @@
 #   causal_order-c7acda1: the same at c7acda1 (the cost model and search space this change lands).
 # gpu-tests-72f0548: test_ops_gpu.py::test_transposed_weights and the FlashAttention walks of test_tile_walk.py;
 # gpu-tests-c7acda1: every GPU test of test_ops_gpu.py, test_shapes_gpu.py and test_tile_walk.py;
+# persistent_attention-461f44b: python -m benchmarks.experiments.persistent_attention $OUT (carrying .gpu-bundle).
 # gpu-tests-templates-7878e3a: OUT=$OUT bash benchmarks/gpu-tests.sh 10 230 tests/test_templates_gpu.py -k "flash or attention".
 set -u
 source benchmarks/gpu-env.sh && env_setup
