@@ -398,6 +398,7 @@ def _access(a: Mapping[str, Any]) -> Access:
 
 
 def _loop(d: Mapping[str, Any]) -> LoopInfo:
+    """The loop of a graph's JSON (``block_trips`` back to a tuple; absent in graphs written before it)."""
     return LoopInfo(**{**d, "block_trips": tuple(d.get("block_trips", ()))})
 
 
