@@ -28,7 +28,7 @@ import math
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -527,10 +527,12 @@ def _quantized(x: float) -> float:
     return float(f"{x:.2g}")
 
 
-def walk_order(graph: STaskGraph, order: TileOrder) -> np.ndarray:
-    """The loop's trips of each block of ``graph``'s grid in the order ``order`` walks them (the launch index
-    linear, ``blockIdx.x`` fastest, each plane of the first two indices in ``order``)."""
-    extents = list(graph.grid.values())
+def _walk_trips(grid: tuple[tuple[str, int], ...], trips_index: str, block_trips: tuple[int, ...],
+                order: TileOrder) -> np.ndarray:
+    """The loop's trips of each block of the grid (``(name, extent)`` of each launch index, the trips varying with
+    ``trips_index``) in the order ``order`` walks them (the launch index linear, ``blockIdx.x`` fastest, each plane
+    of the first two indices in ``order``)."""
+    extents = [extent for _, extent in grid]
     gx, gy = extents[0], extents[1] if len(extents) > 1 else 1
     linear = np.arange(math.prod(extents))
     x, y = order.coords(linear % (gx * gy), gx, gy, np.where)
@@ -538,11 +540,10 @@ def walk_order(graph: STaskGraph, order: TileOrder) -> np.ndarray:
     for extent in extents[2:]:
         rest, digit = np.divmod(rest, extent)
         index.append(digit)
-    return np.asarray(graph.loop.block_trips)[index[list(graph.grid).index(graph.loop.trips_index)]]
+    return np.asarray(block_trips)[index[[name for name, _ in grid].index(trips_index)]]
 
 
-@functools.lru_cache(maxsize=1024)
-def _span(trips: tuple[int, ...], persistent: bool, slots: int, fixed: float, saving: float) -> float:
+def _span(trips: Sequence[int], persistent: bool, slots: int, fixed: float, saving: float) -> float:
     """Steady iterations until the last of these blocks (in walk order, each ``fixed`` beyond its trips) ends:
     dynamically each on the first free of ``slots`` places (the block scheduler), or persistently the
     ``i``-th on place ``i % slots``, each tile after a place's first saving ``saving``."""
@@ -552,18 +553,26 @@ def _span(trips: tuple[int, ...], persistent: bool, slots: int, fixed: float, sa
         per_place = np.bincount(np.arange(len(cost)) % slots, weights=cost, minlength=slots)
         return float(np.max(per_place - np.maximum(count - 1, 0) * saving))
     free = [0.0] * min(slots, len(trips))
-    for t in trips:
+    for t in np.asarray(trips).tolist():
         heapq.heapreplace(free, free[0] + t + fixed)
     return max(free)
+
+
+@functools.lru_cache(maxsize=1024)
+def _walk_span(grid: tuple[tuple[str, int], ...], trips_index: str, block_trips: tuple[int, ...], order: TileOrder,
+               persistent: bool, slots: int, fixed: float, saving: float) -> float:
+    return _span(_walk_trips(grid, trips_index, block_trips, order), persistent, slots, fixed, saving)
 
 
 def walk_span(graph: STaskGraph, order: TileOrder, persistent: bool, slots: int, fixed: float,
               saving: float = 0.0) -> float:
     """Steady iterations from the first block of ``graph``'s grid to the last one's end, the blocks walked in
-    ``order`` (:func:`walk_order`) over ``slots`` places (:func:`_span`). Where a causal mask makes the blocks
-    unequal, launching each head's heaviest query blocks first leaves heavy blocks of the last heads in the last
-    wave; walking panels of heads forwards (``TileOrder(p, "row", snake=False)``) ends on the lightest."""
-    return _span(tuple(walk_order(graph, order).tolist()), persistent, slots, fixed, saving)
+    ``order`` over ``slots`` places (:func:`_span`; cached by the grid, its trips and the walk, so the plans of one
+    search that price alike share one simulation). Where a causal mask makes the blocks unequal, launching each
+    head's heaviest query blocks first leaves heavy blocks of the last heads in the last wave; walking panels of
+    heads forwards (``TileOrder(p, "row", snake=False)``) ends on the lightest."""
+    return _walk_span(tuple(graph.grid.items()), graph.loop.trips_index, graph.loop.block_trips, order, persistent,
+                      slots, fixed, saving)
 
 
 def _stream_k_fixup_cycles(graph: STaskGraph, vdev: VDevice) -> float:
