@@ -18,13 +18,11 @@ import sys
 from dataclasses import replace
 
 from benchmarks.configs import suite_configs
-from benchmarks.experiments.variants import compare
-from pt_tvm.cost import estimate
+from benchmarks.experiments.variants import compare, priced
 from pt_tvm.plan import TileOrder
-from pt_tvm.search import Candidate
 
-VARIANTS = {"launch order": (TileOrder(), False), "2 columns": (TileOrder(2, "column"), False),
-            **{f"{p} heads": (TileOrder(p, "row", snake=False), False) for p in (2, 4, 8)}}
+VARIANTS = {"launch order": TileOrder(), "2 columns": TileOrder(2, "column"),
+            **{f"{p} heads": TileOrder(p, "row", snake=False) for p in (2, 4, 8)}}
 CONFIGS = [dict(c.problem, note=f"d{c.problem['dim']} s{c.problem['seq_len']} {c.note}".strip())
            for c in suite_configs("attention-core") if c.problem["causal"] and c.problem["dtype"] == "float16"]
 DEADLINE_S = 480  # no config starts timing after this
@@ -33,13 +31,9 @@ DEADLINE_S = 480  # no config starts timing after this
 def variants(result, vdev):
     """The search's best plan in launch order, walked in each of :data:`VARIANTS`, priced by the current model."""
     best = next(c for c in result.ranked if c.plan.tile_order.is_launch_order and not c.plan.persistent)
-    out = {"search's pick": result.best}
-    for name, (order, persistent) in VARIANTS.items():
-        if order.panel >= best.graph.grid["by"]:
-            continue
-        plan = replace(best.plan, tile_order=order, persistent=persistent)
-        out[name] = Candidate(plan, estimate(plan, best.graph, vdev), best.graph, f"{best.note}, {name}")
-    return out
+    return {"search's pick": result.best,
+            **{name: priced(best, replace(best.plan, tile_order=order), vdev, name)
+               for name, order in VARIANTS.items() if order.panel < best.graph.grid["by"]}}
 
 
 def main(out_dir):

@@ -21,8 +21,7 @@ import sys
 from dataclasses import replace
 
 from benchmarks.configs import LLAMA3_SHAPES
-from benchmarks.experiments.variants import compare_gemms
-from pt_tvm.cost import estimate
+from benchmarks.experiments.variants import compare_gemms, priced
 from pt_tvm.hw import VDevice
 from pt_tvm.plan import Style
 from pt_tvm.search import Candidate, SearchSpace
@@ -53,7 +52,7 @@ def at_depth(c: Candidate, depth: int, vdev: VDevice) -> Candidate | None:
     plan = replace(c.plan, pipelines=pipes, num_stages=depth)
     if violations(plan, c.graph, vdev):
         return None
-    return Candidate(plan, estimate(plan, c.graph, vdev), c.graph, f"{c.note}, depth {depth}")
+    return priced(c, plan, vdev, f"depth {depth}")
 
 
 def variants(result, vdev):

@@ -12,9 +12,7 @@ import sys
 from dataclasses import replace
 
 from benchmarks.configs import suite_configs
-from benchmarks.experiments.variants import compare
-from pt_tvm.cost import estimate
-from pt_tvm.search import Candidate
+from benchmarks.experiments.variants import compare, priced
 
 CONFIGS = [dict(c.problem, note=f"d{c.problem['dim']} s{c.problem['seq_len']}")
            for c in suite_configs("attention-core") if not c.problem["causal"] and c.problem["dtype"] == "float16"
@@ -26,9 +24,7 @@ DEADLINE_S = 200  # no config starts timing after this
 def variants(result, vdev):
     """The search's best plan launched as a grid, and walked persistently in the same order."""
     best = next(c for c in result.ranked if not c.plan.persistent)
-    plan = replace(best.plan, persistent=True)
-    return {"launch order": best, "persistent": Candidate(plan, estimate(plan, best.graph, vdev), best.graph,
-                                                          f"{best.note}, persistent")}
+    return {"launch order": best, "persistent": priced(best, replace(best.plan, persistent=True), vdev, "persistent")}
 
 
 def main(out_dir):

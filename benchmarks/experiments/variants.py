@@ -13,12 +13,14 @@ from benchmarks.suite import header
 from benchmarks.systems import build_system
 from pt_tvm import hw, ops, templates
 from pt_tvm.compiler import planned_func, schedule_template
+from pt_tvm.cost import estimate
 from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved, time_replayed
 from pt_tvm.ops import kernels
+from pt_tvm.plan import ExecutionPlan
 from pt_tvm.search import Candidate, SearchResult, SearchSpace
 from pt_tvm.tune import compile_jobs, warm
 
-__all__ = ["describe", "compare", "compare_gemms", "bucket_line", "save_rows", "bucket_stores", "through",
+__all__ = ["describe", "priced", "compare", "compare_gemms", "bucket_line", "save_rows", "bucket_stores", "through",
            "store_kernels", "compare_buckets"]
 
 Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
@@ -90,6 +92,11 @@ def describe(c: Candidate) -> str:
     return (f"{dims}{rest}, {c.plan.tile_order.describe()}"
             + (", persistent" if c.plan.persistent else "") + (", stream-K" if c.plan.stream_k else "")
             + (", rows split" if c.plan.row_split else ""))
+
+
+def priced(c: Candidate, plan: ExecutionPlan, vdev: hw.VDevice, label: str) -> Candidate:
+    """``plan`` (a variant of ``c``'s) on ``c``'s graph, priced by the current model; its note ``c``'s and ``label``."""
+    return Candidate(plan, estimate(plan, c.graph, vdev), c.graph, f"{c.note}, {label}")
 
 
 def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:
