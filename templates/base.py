@@ -19,7 +19,8 @@ from tilelang.transform import PassConfigKey
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand",
+           "tile_store"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
@@ -46,6 +47,61 @@ def operand(shape: tuple, dtype: str, strides: tuple = ()) -> Any:
     tensor (some columns of a matrix, the heads of a fused projection): static, so TileLang builds its TMA
     descriptor over them (a symbolic stride makes TileLang 0.1.15 load it an element at a time)."""
     return T.StridedTensor(shape, tuple(strides), dtype) if strides else T.Tensor(shape, dtype)
+
+
+# A 16-byte store of the values given at a 16-byte-aligned address. TileLang 0.1.15 will not vectorize a store into
+# rows that start off 16-byte boundaries (it cannot prove a row's aligned run aligned), and an explicit vector store
+# there lowers to an index of int64 lanes that its CUDA codegen refuses.
+_STORE16 = """
+template <typename T, typename... Vs>
+__device__ __forceinline__ void pt_tvm_store16(T* dst, Vs... vs) {
+  static_assert(sizeof...(Vs) * sizeof(T) == 16, "pt_tvm_store16 stores 16 bytes");
+  union { uint4 v; T h[sizeof...(Vs)]; } u;
+  int k = 0;
+  ((u.h[k++] = vs), ...);
+  *reinterpret_cast<uint4*>(dst) = u.v;
+}
+"""
+
+
+def tile_store(block_M: int, block_N: int, rows: Any, cols: int, dtype: str) -> Any:
+    """A macro ``store(C_s, C, row0, col0)``: the shared tile ``C_s`` into ``C[row0:, col0:]``, clipped to
+    ``rows`` x ``cols``. Where ``C``'s rows start on 16-byte boundaries, a ``T.copy`` (a TMA store on Hopper); else
+    each row's 16-byte-aligned run in 16-byte stores and its ends an element at a time, where TileLang would store
+    every element alone (GPT-2's lm_head: rows of 50257 halves)."""
+    elem = T.dtype(dtype).bits // 8
+    vec = 16 // elem
+    if cols * elem % 16 == 0 or block_N % vec:
+        @T.macro
+        def copy(C_s, C, row0, col0):
+            T.copy(C_s, C[row0, col0])
+
+        return copy
+
+    @T.macro
+    def store(C_s, C, row0, col0):
+        T.import_source(_STORE16)
+        vals = T.alloc_local((vec,), dtype)
+        for i, j in T.Parallel(block_M, block_N // vec):
+            r = row0 + i
+            head = (vec - (r % vec) * (cols % vec) % vec) % vec  # elements before the row's first 16-byte boundary
+            c = head + vec * j
+            if r < rows:
+                if j == 0:
+                    for v in T.serial(vec - 1):
+                        if v < head and col0 + v < cols:
+                            C[r, col0 + v] = C_s[i, v]
+                if c + vec <= block_N and col0 + c + vec <= cols:
+                    for v in T.serial(vec):
+                        vals[v] = C_s[i, c + v]
+                    T.evaluate(T.call_extern("handle", "pt_tvm_store16", T.address_of(C[r, col0 + c]),
+                                             *[vals[v] for v in range(vec)]))
+                else:
+                    for v in T.serial(vec):
+                        if c + v < block_N and col0 + c + v < cols:
+                            C[r, col0 + c + v] = C_s[i, c + v]
+
+    return store
 
 
 def priced(func: Any, hints: Mapping[str, int]) -> Any:

@@ -40,6 +40,7 @@ PAIRS = [
     ("gemm", {"M": 4096, "N": 4096, "K": 4001}, {"K": 128}, "K rows of 8002 bytes"),  # TMA wants 16-byte strides
     ("gemm", {"M": 4096, "N": 4096, "K": 4004}, {"K": 128}, "K rows of 8008 bytes"),
     ("gemm", {"M": 2048, "N": 50257, "K": 768, "trans_B": True}, {"N": 128}, "GPT-2 lm_head, C rows odd"),
+    ("gemm", {"M": 8192, "N": 32001, "K": 4096, "trans_B": True}, {"N": 128}, "vocab 32001, C rows odd"),
     ("gemm_rowsum", {"M": 8000, "N": 4096, "K": 4096}, {"M": 128}, "ragged tokens"),
     ("flash_attention", {"batch": 8, "seq_len": 1500, **FA}, {"seq_len": 128}, "ragged"),
     ("flash_attention", {"batch": 4, "seq_len": 3000, "causal": True, **FA}, {"seq_len": 128}, "ragged causal"),
