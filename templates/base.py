@@ -17,7 +17,7 @@ import tilelang.language as T
 from tilelang.transform import PassConfigKey
 
 from pt_tvm.errors import PtTvmError
-from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
+from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs, row_store
 
 __all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand",
            "tile_store"]
@@ -49,29 +49,14 @@ def operand(shape: tuple, dtype: str, strides: tuple = ()) -> Any:
     return T.StridedTensor(shape, tuple(strides), dtype) if strides else T.Tensor(shape, dtype)
 
 
-# A 16-byte store of the values given at a 16-byte-aligned address. TileLang 0.1.15 will not vectorize a store into
-# rows that start off 16-byte boundaries (it cannot prove a row's aligned run aligned), and an explicit vector store
-# there lowers to an index of int64 lanes that its CUDA codegen refuses.
-_STORE16 = """
-template <typename T, typename... Vs>
-__device__ __forceinline__ void pt_tvm_store16(T* dst, Vs... vs) {
-  static_assert(sizeof...(Vs) * sizeof(T) == 16, "pt_tvm_store16 stores 16 bytes");
-  union { uint4 v; T h[sizeof...(Vs)]; } u;
-  int k = 0;
-  ((u.h[k++] = vs), ...);
-  *reinterpret_cast<uint4*>(dst) = u.v;
-}
-"""
-
-
 def tile_store(block_M: int, block_N: int, rows: Any, cols: int, dtype: str) -> Any:
     """A macro ``store(C_s, C, row0, col0)``: the shared tile ``C_s`` into ``C[row0:, col0:]``, clipped to
-    ``rows`` x ``cols``. Where ``C``'s rows start on 16-byte boundaries, a ``T.copy`` (a TMA store on Hopper); else
-    each row's 16-byte-aligned run in 16-byte stores and its ends an element at a time, where TileLang would store
-    every element alone (GPT-2's lm_head: rows of 50257 halves)."""
+    ``rows`` x ``cols``. Where ``C``'s rows start on 16-byte boundaries, a ``T.copy`` (a TMA store on Hopper); where
+    they do not (2-byte elements, a row of the tile 8, 16 or 32 aligned chunks), each lane stores the 16 bytes between
+    two of a row's boundaries (:mod:`pt_tvm.passes.row_store`), where TileLang would store every element alone."""
     elem = T.dtype(dtype).bits // 8
-    vec = 16 // elem
-    if cols * elem % 16 == 0 or block_N % vec:
+    chunks = block_N * elem // 16
+    if cols * elem % 16 == 0 or elem != 2 or block_N * elem % 16 or chunks not in row_store.LANES:
         @T.macro
         def copy(C_s, C, row0, col0):
             T.copy(C_s, C[row0, col0])
@@ -80,26 +65,11 @@ def tile_store(block_M: int, block_N: int, rows: Any, cols: int, dtype: str) -> 
 
     @T.macro
     def store(C_s, C, row0, col0):
-        T.import_source(_STORE16)
-        vals = T.alloc_local((vec,), dtype)
-        for i, j in T.Parallel(block_M, block_N // vec):
-            r = row0 + i
-            head = (vec - (r % vec) * (cols % vec) % vec) % vec  # elements before the row's first 16-byte boundary
-            c = head + vec * j
-            if r < rows:
-                if j == 0:
-                    for v in T.serial(vec - 1):
-                        if v < head and col0 + v < cols:
-                            C[r, col0 + v] = C_s[i, v]
-                if c + vec <= block_N and col0 + c + vec <= cols:
-                    for v in T.serial(vec):
-                        vals[v] = C_s[i, c + v]
-                    T.evaluate(T.call_extern("handle", "pt_tvm_store16", T.address_of(C[r, col0 + c]),
-                                             *[vals[v] for v in range(vec)]))
-                else:
-                    for v in T.serial(vec):
-                        if c + v < block_N and col0 + c + v < cols:
-                            C[r, col0 + c + v] = C_s[i, c + v]
+        T.import_source(row_store.SOURCE)
+        for i, j in T.Parallel(block_M, chunks):
+            T.evaluate(T.call_extern("handle", row_store.NAME, T.address_of(C[row0 + i, col0]),
+                                     T.address_of(C_s[i, j * 8]), j, chunks, T.min(block_N, cols - col0),
+                                     row0 + i < rows))
 
     return store
 

@@ -1,0 +1,107 @@
+"""The row store: a staged tile into rows of a global tensor that start off 16-byte boundaries, 16 bytes a lane.
+
+TMA cannot address such rows (a tensor map's strides are multiples of 16 bytes) and TileLang 0.1.15 stores them
+an element a thread (GPT-2's lm_head: rows of 50257 halves). :data:`SOURCE` is a CUDA helper the templates call
+once per lane and aligned 16-byte chunk of a staged row: each lane loads its chunk from shared memory (an aligned
+16-byte load, right under TileLang's 16-byte swizzles), takes the next lane's with a shuffle and stores the 16
+bytes that fall between two of the row's 16-byte boundaries in global memory. The extraction reads the call as a
+store of the tensor it points into (:func:`written`).
+"""
+from __future__ import annotations
+
+from tilelang import tvm  # noqa: F401  (TileLang's TVM, as the other passes import it)
+from tvm import tirx
+
+from .ir import op_name
+
+__all__ = ["NAME", "SOURCE", "LANES", "written"]
+
+NAME = "pt_tvm_store_row_chunk"
+LANES = (8, 16, 32)  # chunks a staged row may hold: the lanes of one row share a warp (the shuffle's width)
+
+SOURCE = r"""
+template <int K>
+__device__ __forceinline__ unsigned pt_tvm_word(uint4 a, uint4 b) {  // word K of the 32 bytes a ++ b
+  if constexpr (K == 0) return a.x; else if constexpr (K == 1) return a.y;
+  else if constexpr (K == 2) return a.z; else if constexpr (K == 3) return a.w;
+  else if constexpr (K == 4) return b.x; else if constexpr (K == 5) return b.y;
+  else if constexpr (K == 6) return b.z; else return b.w;
+}
+
+template <int H>
+__device__ __forceinline__ uint4 pt_tvm_shifted(uint4 a, uint4 b) {
+  // the 16 bytes that start H 2-byte elements into the 32 bytes a ++ b
+  constexpr int q = H / 2;
+  if constexpr (H % 2 == 0) {
+    return make_uint4(pt_tvm_word<q>(a, b), pt_tvm_word<q + 1>(a, b), pt_tvm_word<q + 2>(a, b),
+                      pt_tvm_word<q + 3>(a, b));
+  } else {
+    return make_uint4(__funnelshift_r(pt_tvm_word<q>(a, b), pt_tvm_word<q + 1>(a, b), 16),
+                      __funnelshift_r(pt_tvm_word<q + 1>(a, b), pt_tvm_word<q + 2>(a, b), 16),
+                      __funnelshift_r(pt_tvm_word<q + 2>(a, b), pt_tvm_word<q + 3>(a, b), 16),
+                      __funnelshift_r(pt_tvm_word<q + 3>(a, b), pt_tvm_word<q + 4>(a, b), 16));
+  }
+}
+
+__device__ __forceinline__ unsigned short pt_tvm_half(uint4 v, int e) {  // 2-byte element e of v
+  const unsigned w = e < 4 ? (e < 2 ? v.x : v.y) : (e < 6 ? v.z : v.w);
+  return static_cast<unsigned short>((e & 1) ? w >> 16 : w & 0xffffu);
+}
+
+// One lane of a staged row: `chunk` is its 16-byte-aligned chunk (`lane` of the row's `width`) in shared memory,
+// `row` the row's first element in global memory, `cols` how many of the row's elements exist, `live` whether the
+// row does. Every lane of the warp calls it (the shuffle), live or not.
+template <typename T>
+__device__ __forceinline__ void pt_tvm_store_row_chunk(T* row, const T* chunk, int lane, int width, int cols,
+                                                       bool live) {
+  static_assert(sizeof(T) == 2, "pt_tvm_store_row_chunk stores 2-byte elements");
+  const uint4 a = *reinterpret_cast<const uint4*>(chunk);
+  uint4 b;
+  b.x = __shfl_down_sync(0xffffffffu, a.x, 1, width);
+  b.y = __shfl_down_sync(0xffffffffu, a.y, 1, width);
+  b.z = __shfl_down_sync(0xffffffffu, a.z, 1, width);
+  b.w = __shfl_down_sync(0xffffffffu, a.w, 1, width);
+  if (!live) return;
+  unsigned short* out = reinterpret_cast<unsigned short*>(row);
+  const int head = (8 - static_cast<int>((reinterpret_cast<unsigned long long>(row) >> 1) & 7)) & 7;
+  const int c = 8 * lane;
+  if ((head == 0 || lane + 1 < width) && c + head + 8 <= cols) {
+    uint4 o;
+    switch (head) {
+      case 0: o = a; break;
+      case 1: o = pt_tvm_shifted<1>(a, b); break;
+      case 2: o = pt_tvm_shifted<2>(a, b); break;
+      case 3: o = pt_tvm_shifted<3>(a, b); break;
+      case 4: o = pt_tvm_shifted<4>(a, b); break;
+      case 5: o = pt_tvm_shifted<5>(a, b); break;
+      case 6: o = pt_tvm_shifted<6>(a, b); break;
+      default: o = pt_tvm_shifted<7>(a, b); break;
+    }
+    *reinterpret_cast<uint4*>(out + c + head) = o;
+  } else {  // the row's last chunk, or one that reaches past `cols`: element by element
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (e >= head && c + e < cols) out[c + e] = pt_tvm_half(a, e);
+    if (lane + 1 < width)
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (e < head && c + 8 + e < cols) out[c + 8 + e] = pt_tvm_half(b, e);
+  }
+  if (lane == 0)  // the row's elements before its first 16-byte boundary
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (e < head && e < cols) out[e] = pt_tvm_half(a, e);
+}
+"""
+
+
+def written(call: tirx.Call) -> tirx.BufferLoad | None:
+    """The element a row store's call points into (its first argument, ``T.address_of(C[r, c])``), or None for
+    any other call."""
+    args = call.args
+    if op_name(call) != "tirx.call_extern" or len(args) < 2 or not isinstance(args[0], tirx.StringImm) \
+            or args[0].value != NAME:
+        return None
+    target = args[1]
+    return target.args[0] if isinstance(target, tirx.Call) and target.args \
+        and isinstance(target.args[0], tirx.BufferLoad) else None
