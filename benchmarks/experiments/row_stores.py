@@ -2,7 +2,8 @@
 
 GPT-2's lm_head (2048 x 768 -> 50257, the weight as it lies) against its tile-multiple twin (50304), at one plan
 shape (the search's pick with the tile pinned to 128 x 256): the twin's TMA store; the ragged kernel's staged tile
-stored an element a thread (TileLang's ``T.copy``); the same stored 16 bytes a lane (:mod:`pt_tvm.passes.row_store`).
+stored an element a thread (TileLang's ``T.copy``); the same stored 16 bytes a lane (:mod:`pt_tvm.passes.row_store`),
+by the consumers or by a storer role (:func:`pt_tvm.space.storer_variant`).
 Each is checked against the float32 reference on fresh random inputs, then timed in alternating rounds from CUDA
 graphs. ``profile`` instead launches each kernel once, for Nsight Compute.
 
@@ -15,15 +16,17 @@ import sys
 
 import torch
 
+from benchmarks.experiments.variants import priced
 from benchmarks.suite import header
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import REL_TOL, as_outputs, capture, check_call, input_sets, time_samplers
 from pt_tvm.passes import row_store
+from pt_tvm.space import storer_variant
 
 PROBLEM = {"M": 2048, "K": 768, "trans_B": True, "dtype": "float16", "block_M": 128, "block_N": 256}
-KERNELS = {"twin, TMA store": (50304, True), "ragged, element stores": (50257, False),
-           "ragged, 16-byte row stores": (50257, True)}
+KERNELS = {"twin, TMA store": (50304, True, False), "ragged, element stores": (50257, False, False),
+           "ragged, 16-byte row stores": (50257, True, False), "ragged, row stores by a storer": (50257, True, True)}
 
 
 @contextlib.contextmanager
@@ -42,19 +45,22 @@ def main(out_dir: str, profile: bool = False) -> None:
     vdev = hw.from_device()
     tmpl = templates.get("gemm")
     fns, info = {}, {}
-    for name, (n, rows) in KERNELS.items():
+    for name, (n, rows, storer) in KERNELS.items():
         with _row_stores(rows):
             result, problem, _ = schedule_template("gemm", vdev, params={**PROBLEM, "N": n})
-            kernel = tmpl.compile(planned_func("gemm", problem, result.best, vdev), vdev.tvm_target())
+            best = result.best
+            if storer:
+                best = priced(best, storer_variant(best.plan, best.graph, vdev), vdev, "storer")
+            kernel = tmpl.compile(planned_func("gemm", problem, best, vdev), vdev.tvm_target())
         make = lambda seed, p=problem: tmpl.make_inputs(p, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
         check = make(1_000)
         (chk,) = check_call(kernel, check, as_outputs(tmpl.reference(*check, **problem)))
         assert chk.rel_err < REL_TOL["float16"] and chk.prefill == "nan", (name, chk)
-        info[name] = {"problem": problem, "plan": result.best.note, "rel_err": chk.rel_err,
+        info[name] = {"problem": problem, "plan": best.note, "predicted_ms": best.seconds * 1e3, "rel_err": chk.rel_err,
                       "flops": tmpl.flops(problem)}
         sets = input_sets(make, sum(t.numel() * t.element_size() for t in check), vdev.l2_bytes, max_sets=4)
         fns[name] = (kernel, sets)
-        print(f"{name}: {result.best.note}, rel err {chk.rel_err:.1e}", flush=True)
+        print(f"{name}: {best.note}, rel err {chk.rel_err:.1e}", flush=True)
     if profile:
         for kernel, sets in fns.values():
             kernel(*sets[0])
