@@ -16,8 +16,10 @@ from .ir import op_name
 
 __all__ = ["NAME", "SOURCE", "LANES", "written"]
 
-NAME = "pt_tvm_store_row_chunk"
+NAME = "pt_tvm_store_rows"
 LANES = (8, 16, 32)  # chunks a staged row may hold: the lanes of one row share a warp (the shuffle's width)
+GROUP_THREADS = 256  # the threads a tile's rows are dealt over, in turns of a row each: calls of a role this size
+                     # or smaller (a storer's 64 threads take four) each store block_M / groups rows
 
 SOURCE = r"""
 template <int K>
@@ -48,49 +50,53 @@ __device__ __forceinline__ unsigned short pt_tvm_half(uint4 v, int e) {  // 2-by
   return static_cast<unsigned short>((e & 1) ? w >> 16 : w & 0xffffu);
 }
 
-// One lane of a staged row: `chunk` is its 16-byte-aligned chunk (`lane` of the row's `width`) in shared memory,
-// `row` the row's first element in global memory, `cols` how many of the row's elements exist, `live` whether the
-// row does. Every lane of the warp calls it (the shuffle), live or not.
+// One lane's share of a staged tile's rows: rows 0, step, 2 * step, ... (`rows` of them) of the tile, `row` the
+// first one's first element in global memory (rows `ld` elements apart), `chunk` this lane's 16-byte-aligned chunk
+// of it in shared memory (`lane` of the row's `width`; rows `sld` elements apart). `cols` of a row's elements
+// exist, and `live` of the rows. Every lane of the warp calls it (the shuffles), live rows or not.
 template <typename T>
-__device__ __forceinline__ void pt_tvm_store_row_chunk(T* row, const T* chunk, int lane, int width, int cols,
-                                                       bool live) {
-  static_assert(sizeof(T) == 2, "pt_tvm_store_row_chunk stores 2-byte elements");
-  const uint4 a = *reinterpret_cast<const uint4*>(chunk);
-  uint4 b;
-  b.x = __shfl_down_sync(0xffffffffu, a.x, 1, width);
-  b.y = __shfl_down_sync(0xffffffffu, a.y, 1, width);
-  b.z = __shfl_down_sync(0xffffffffu, a.z, 1, width);
-  b.w = __shfl_down_sync(0xffffffffu, a.w, 1, width);
-  if (!live) return;
-  unsigned short* out = reinterpret_cast<unsigned short*>(row);
-  const int head = (8 - static_cast<int>((reinterpret_cast<unsigned long long>(row) >> 1) & 7)) & 7;
+__device__ __forceinline__ void pt_tvm_store_rows(T* row, long long ld, const T* chunk, int sld, int lane,
+                                                  int width, int rows, int step, int cols, int live) {
+  static_assert(sizeof(T) == 2, "pt_tvm_store_rows stores 2-byte elements");
   const int c = 8 * lane;
-  if ((head == 0 || lane + 1 < width) && c + head + 8 <= cols) {
-    uint4 o;
-    switch (head) {
-      case 0: o = a; break;
-      case 1: o = pt_tvm_shifted<1>(a, b); break;
-      case 2: o = pt_tvm_shifted<2>(a, b); break;
-      case 3: o = pt_tvm_shifted<3>(a, b); break;
-      case 4: o = pt_tvm_shifted<4>(a, b); break;
-      case 5: o = pt_tvm_shifted<5>(a, b); break;
-      case 6: o = pt_tvm_shifted<6>(a, b); break;
-      default: o = pt_tvm_shifted<7>(a, b); break;
-    }
-    *reinterpret_cast<uint4*>(out + c + head) = o;
-  } else {  // the row's last chunk, or one that reaches past `cols`: element by element
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (e >= head && c + e < cols) out[c + e] = pt_tvm_half(a, e);
-    if (lane + 1 < width)
+#pragma unroll 4
+  for (int k = 0; k < rows; ++k) {
+    const uint4 a = *reinterpret_cast<const uint4*>(chunk + static_cast<long long>(k) * step * sld);
+    uint4 b;
+    b.x = __shfl_down_sync(0xffffffffu, a.x, 1, width);
+    b.y = __shfl_down_sync(0xffffffffu, a.y, 1, width);
+    b.z = __shfl_down_sync(0xffffffffu, a.z, 1, width);
+    b.w = __shfl_down_sync(0xffffffffu, a.w, 1, width);
+    if (k * step >= live) continue;
+    unsigned short* out = reinterpret_cast<unsigned short*>(row + static_cast<long long>(k) * step * ld);
+    const int head = (8 - static_cast<int>((reinterpret_cast<unsigned long long>(out) >> 1) & 7)) & 7;
+    if ((head == 0 || lane + 1 < width) && c + head + 8 <= cols) {
+      uint4 o;
+      switch (head) {
+        case 0: o = a; break;
+        case 1: o = pt_tvm_shifted<1>(a, b); break;
+        case 2: o = pt_tvm_shifted<2>(a, b); break;
+        case 3: o = pt_tvm_shifted<3>(a, b); break;
+        case 4: o = pt_tvm_shifted<4>(a, b); break;
+        case 5: o = pt_tvm_shifted<5>(a, b); break;
+        case 6: o = pt_tvm_shifted<6>(a, b); break;
+        default: o = pt_tvm_shifted<7>(a, b); break;
+      }
+      *reinterpret_cast<uint4*>(out + c + head) = o;
+    } else {  // the row's last chunk, or one that reaches past `cols`: element by element
 #pragma unroll
       for (int e = 0; e < 8; ++e)
-        if (e < head && c + 8 + e < cols) out[c + 8 + e] = pt_tvm_half(b, e);
-  }
-  if (lane == 0)  // the row's elements before its first 16-byte boundary
+        if (e >= head && c + e < cols) out[c + e] = pt_tvm_half(a, e);
+      if (lane + 1 < width)
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (e < head && e < cols) out[e] = pt_tvm_half(a, e);
+        for (int e = 0; e < 8; ++e)
+          if (e < head && c + 8 + e < cols) out[c + 8 + e] = pt_tvm_half(b, e);
+    }
+    if (lane == 0)  // the row's elements before its first 16-byte boundary
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (e < head && e < cols) out[e] = pt_tvm_half(a, e);
+  }
 }
 """
 

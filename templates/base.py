@@ -56,20 +56,24 @@ def tile_store(block_M: int, block_N: int, rows: Any, cols: int, dtype: str) -> 
     two of a row's boundaries (:mod:`pt_tvm.passes.row_store`), where TileLang would store every element alone."""
     elem = T.dtype(dtype).bits // 8
     chunks = block_N * elem // 16
-    if cols * elem % 16 == 0 or elem != 2 or block_N * elem % 16 or chunks not in row_store.LANES:
+    groups = row_store.GROUP_THREADS // max(chunks, 1)  # rows stored side by side; a call takes every groups-th
+    if cols * elem % 16 == 0 or elem != 2 or block_N * elem % 16 or chunks not in row_store.LANES \
+            or block_M % groups:
         @T.macro
         def copy(C_s, C, row0, col0):
             T.copy(C_s, C[row0, col0])
 
         return copy
 
+    per = block_M // groups
+
     @T.macro
     def store(C_s, C, row0, col0):
         T.import_source(row_store.SOURCE)
-        for i, j in T.Parallel(block_M, chunks):
-            T.evaluate(T.call_extern("handle", row_store.NAME, T.address_of(C[row0 + i, col0]),
-                                     T.address_of(C_s[i, j * 8]), j, chunks, T.min(block_N, cols - col0),
-                                     row0 + i < rows))
+        for g, j in T.Parallel(groups, chunks):
+            T.evaluate(T.call_extern("handle", row_store.NAME, T.address_of(C[row0 + g, col0]), cols,
+                                     T.address_of(C_s[g, j * 8]), block_N, j, chunks, per, groups,
+                                     T.min(block_N, cols - col0), rows - row0 - g))
 
     return store
 
