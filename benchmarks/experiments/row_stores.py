@@ -26,19 +26,31 @@ from pt_tvm.space import storer_variant
 
 PROBLEM = {"M": 2048, "K": 768, "trans_B": True, "dtype": "float16", "block_M": 128, "block_N": 256}
 KERNELS = {"twin, TMA store": (50304, True, False), "ragged, element stores": (50257, False, False),
-           "ragged, 16-byte row stores": (50257, True, False), "ragged, row stores by a storer": (50257, True, True)}
+           "ragged, 16-byte row stores": (50257, True, False), "ragged, row stores by a storer": (50257, True, True),
+           "diagnostic: row stores' loads and shuffles, no store": (50257, "no store", False)}
+# the diagnostic's helper: every store behind a condition no lane meets (lane > 64), so that the loads, shuffles and
+# shifts stay and nothing is written; its output is not checked
+_NO_STORE = {"*reinterpret_cast<uint4*>(out + c + head) = o;":
+             "if (lane > 64 && o.x == 1u) *reinterpret_cast<uint4*>(out + c + head) = o;",
+             "if (e >= head && c + e < cols)": "if (lane > 64 && e >= head && c + e < cols)",
+             "if (e < head && c + 8 + e < cols)": "if (lane > 64 && e < head && c + 8 + e < cols)",
+             "if (e < head && e < cols)": "if (lane > 64 && e < head && e < cols)"}
 
 
 @contextlib.contextmanager
-def _row_stores(on: bool):
-    """Templates built inside store rows off 16-byte boundaries through :mod:`pt_tvm.passes.row_store` or, off,
-    through TileLang's element-wise ``T.copy``."""
-    lanes = row_store.LANES
+def _row_stores(on: bool | str):
+    """Templates built inside store rows off 16-byte boundaries through :mod:`pt_tvm.passes.row_store` (``"no
+    store"``: its diagnostic form) or, off, through TileLang's element-wise ``T.copy``."""
+    lanes, source = row_store.LANES, row_store.SOURCE
     row_store.LANES = lanes if on else ()
+    if on == "no store":
+        for old, new in _NO_STORE.items():
+            assert old in source, old
+            row_store.SOURCE = row_store.SOURCE.replace(old, new)
     try:
         yield
     finally:
-        row_store.LANES = lanes
+        row_store.LANES, row_store.SOURCE = lanes, source
 
 
 def main(out_dir: str, profile: bool = False) -> None:
@@ -55,7 +67,7 @@ def main(out_dir: str, profile: bool = False) -> None:
         make = lambda seed, p=problem: tmpl.make_inputs(p, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
         check = make(1_000)
         (chk,) = check_call(kernel, check, as_outputs(tmpl.reference(*check, **problem)))
-        assert chk.rel_err < REL_TOL["float16"] and chk.prefill == "nan", (name, chk)
+        assert rows == "no store" or (chk.rel_err < REL_TOL["float16"] and chk.prefill == "nan"), (name, chk)
         info[name] = {"problem": problem, "plan": best.note, "predicted_ms": best.seconds * 1e3, "rel_err": chk.rel_err,
                       "flops": tmpl.flops(problem)}
         sets = input_sets(make, sum(t.numel() * t.element_size() for t in check), vdev.l2_bytes, max_sets=4)
@@ -72,7 +84,7 @@ def main(out_dir: str, profile: bool = False) -> None:
     for name, t in timings.items():
         info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=info[name]["flops"] / t.ms / 1e9)
     for name, e in info.items():
-        print(f"{name:<28} {e['ms'] * 1e3:8.1f} us  {e['tflops']:5.0f} TFLOP/s  {e['tflops'] / twin['tflops']:.3f} "
+        print(f"{name:<54} {e['ms'] * 1e3:8.1f} us  {e['tflops']:5.0f} TFLOP/s  {e['tflops'] / twin['tflops']:.3f} "
               "of the twin (CUDA graphs)")
     with open(os.path.join(out_dir, "row_stores.json"), "w") as f:
         json.dump({"header": header("python -m benchmarks.experiments.row_stores $OUT", torch.cuda.get_device_name()),
