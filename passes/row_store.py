@@ -53,37 +53,45 @@ __device__ __forceinline__ unsigned short pt_tvm_half(uint4 v, int e) {  // 2-by
 // One lane's share of a staged tile's rows: rows 0, step, 2 * step, ... (`rows` of them) of the tile, `row` the
 // first one's first element in global memory (rows `ld` elements apart), `chunk` this lane's 16-byte-aligned chunk
 // of it in shared memory (`lane` of the row's `width`; rows `sld` elements apart). `cols` of a row's elements
-// exist, and `live` of the rows. Every lane of the warp calls it (the shuffles), live rows or not.
+// exist, and `live` of the rows. Every lane of the warp calls it (shuffles, warp syncs), live rows or not.
+// Each lane shifts its chunk by the row's offset from a 16-byte boundary (its own chunk and the next lane's) and
+// writes it back in place; the row's first lane then stores the aligned run with one asynchronous bulk copy (the
+// TMA unit's, as a TMA store goes: the threads do not wait on global memory) and the few elements before and
+// after it an element at a time; before returning the lanes wait until the bulk copies have read shared memory.
 template <typename T>
-__device__ __forceinline__ void pt_tvm_store_rows(T* row, long long ld, const T* chunk, int sld, int lane,
-                                                  int width, int rows, int step, int cols, int live) {
+__device__ __forceinline__ void pt_tvm_store_rows(T* row, long long ld, T* chunk, int sld, int lane, int width,
+                                                  int rows, int step, int cols, int live) {
   static_assert(sizeof(T) == 2, "pt_tvm_store_rows stores 2-byte elements");
   const int c = 8 * lane;
-#pragma unroll 4
+  bool issued = false;
   for (int k = 0; k < rows; ++k) {
-    const uint4 a = *reinterpret_cast<const uint4*>(chunk + static_cast<long long>(k) * step * sld);
+    uint4* mine = reinterpret_cast<uint4*>(chunk + static_cast<long long>(k) * step * sld);
+    const uint4 a = *mine;
     uint4 b;
     b.x = __shfl_down_sync(0xffffffffu, a.x, 1, width);
     b.y = __shfl_down_sync(0xffffffffu, a.y, 1, width);
     b.z = __shfl_down_sync(0xffffffffu, a.z, 1, width);
     b.w = __shfl_down_sync(0xffffffffu, a.w, 1, width);
-    if (k * step >= live) continue;
     unsigned short* out = reinterpret_cast<unsigned short*>(row + static_cast<long long>(k) * step * ld);
     const int head = (8 - static_cast<int>((reinterpret_cast<unsigned long long>(out) >> 1) & 7)) & 7;
-    if ((head == 0 || lane + 1 < width) && c + head + 8 <= cols) {
-      uint4 o;
-      switch (head) {
-        case 0: o = a; break;
-        case 1: o = pt_tvm_shifted<1>(a, b); break;
-        case 2: o = pt_tvm_shifted<2>(a, b); break;
-        case 3: o = pt_tvm_shifted<3>(a, b); break;
-        case 4: o = pt_tvm_shifted<4>(a, b); break;
-        case 5: o = pt_tvm_shifted<5>(a, b); break;
-        case 6: o = pt_tvm_shifted<6>(a, b); break;
-        default: o = pt_tvm_shifted<7>(a, b); break;
-      }
-      *reinterpret_cast<uint4*>(out + c + head) = o;
-    } else {  // the row's last chunk, or one that reaches past `cols`: element by element
+    const bool here = k * step < live;
+    const int full = cols - head < 0 ? 0 : (cols - head) / 8 < width - (head > 0) ? (cols - head) / 8
+                                                                                   : width - (head > 0);
+    uint4 o = a;  // for a lane of the aligned run, its chunk `lane`: elements head + c .. head + c + 7
+    switch (head) {
+      case 1: o = pt_tvm_shifted<1>(a, b); break;
+      case 2: o = pt_tvm_shifted<2>(a, b); break;
+      case 3: o = pt_tvm_shifted<3>(a, b); break;
+      case 4: o = pt_tvm_shifted<4>(a, b); break;
+      case 5: o = pt_tvm_shifted<5>(a, b); break;
+      case 6: o = pt_tvm_shifted<6>(a, b); break;
+      case 7: o = pt_tvm_shifted<7>(a, b); break;
+      default: break;
+    }
+    __syncwarp();  // every lane of the row has read its chunk
+    if (lane < full) {
+      *mine = o;
+    } else if (here) {  // past the aligned run: this chunk's elements from head + c on, an element at a time
 #pragma unroll
       for (int e = 0; e < 8; ++e)
         if (e >= head && c + e < cols) out[c + e] = pt_tvm_half(a, e);
@@ -92,11 +100,24 @@ __device__ __forceinline__ void pt_tvm_store_rows(T* row, long long ld, const T*
         for (int e = 0; e < 8; ++e)
           if (e < head && c + 8 + e < cols) out[c + 8 + e] = pt_tvm_half(b, e);
     }
-    if (lane == 0)  // the row's elements before its first 16-byte boundary
+    if (lane == 0 && here)  // the row's elements before its first 16-byte boundary
 #pragma unroll
       for (int e = 0; e < 8; ++e)
         if (e < head && e < cols) out[e] = pt_tvm_half(a, e);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncwarp();
+    if (lane == 0 && here && full > 0) {
+      const unsigned src = static_cast<unsigned>(__cvta_generic_to_shared(mine));
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+                   :: "l"(out + head), "r"(src), "r"(16 * full) : "memory");
+      issued = true;
+    }
   }
+  if (issued) {
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+  __syncwarp();
 }
 """
 

@@ -45,13 +45,10 @@ from .verify import gemm_warpgroups, violations
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
            "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "tile_orders", "tile_walks",
-           "row_split_variant", "is_store", "storer_variant"]
+           "row_split_variant"]
 
-PRODUCER, CONSUMER, BLOCK, STORER = "producer", "consumer", "block", "storer"
+PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
-# a storer's element-wise stores of a persistent tile walk hold their addresses in 64-bit pairs: ptxas spills them
-# at 24 registers a thread (2.7 KB, GPT-2's lm_head) and not at 40; its warpgroup's producer warp takes the same
-STORER_NREG = 40
 
 
 @dataclass(frozen=True)
@@ -90,10 +87,10 @@ def is_load(t: STask, graph: STaskGraph) -> bool:
             and t.reads[0].scope == "global" and t.writes[0].scope == "shared")
 
 
-def consumer_nreg(vdev: VDevice, consumer_wgs: int, producer_nreg: int = PRODUCER_NREG) -> int:
+def consumer_nreg(vdev: VDevice, consumer_wgs: int) -> int:
     """The largest setmaxnreg budget the consumers can take after the producer warpgroup's share."""
     eu = vdev.eu
-    free = eu.regs_per_eu - eu.warpgroup_threads * producer_nreg
+    free = eu.regs_per_eu - eu.warpgroup_threads * PRODUCER_NREG
     per = free // (eu.warpgroup_threads * consumer_wgs)
     per -= per % eu.reg_alloc_granularity
     return min(per, 240)
@@ -425,46 +422,6 @@ def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
         if square and wgmma_columns(m, n, wgs, True) > wgmma_columns(m, n, wgs, False):
             return replace(plan, row_split=True)
     return None
-
-
-def is_store(t: STask) -> bool:
-    """A nest that reads shared memory only and writes global memory only: a staged output tile stored by the
-    threads (rows TMA cannot address: :mod:`pt_tvm.passes.row_store`), which a storer role can take."""
-    return (t.op == OpKind.ELEMENTWISE and bool(t.reads) and bool(t.writes)
-            and all(a.scope == "shared" for a in t.reads) and all(a.scope == "global" for a in t.writes))
-
-
-def storer_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:
-    """The persistent warp-specialized plan with its epilogue's element-wise stores (:func:`is_store`) issued by
-    the producer warpgroup's idle upper half, a storer role, from a staging tile the consumers hand it through a
-    pipeline of one version: the consumers go on to the next tile's gemms while the storer drains the last, as a
-    TMA store would let them. None where the plan has no such store, is not persistent (its block would end on
-    the stores anyway) or its producer takes more than half a warpgroup."""
-    if plan.style != Style.WARP_SPECIALIZED or not plan.persistent or plan.stream_k \
-            or any(r.name == STORER for r in plan.roles):
-        return None
-    stores = [a for a in plan.appends if is_store(graph.by_id[a.stask])
-              and graph.by_id[a.stask].placement == Placement.EPILOGUE]
-    staged = {b for a in stores for b in graph.by_id[a.stask].read_buffers()}
-    writers = [a for a in plan.appends if graph.by_id[a.stask].write_buffers() & staged]
-    owners = {a.role for a in [*stores, *writers]}
-    wg = vdev.eu.warpgroup_warps
-    producer = next((r for r in plan.roles if r.name == PRODUCER), None)
-    if not stores or len(owners) != 1 or producer is None or producer.warp_hi > wg // 2 \
-            or any(b in p.buffers for p in plan.pipelines for b in staged):
-        return None
-    (owner,) = owners
-    wgs = sum(r.warps for r in plan.roles if r.name == owner) // wg
-    roles = tuple(replace(r, max_nreg=STORER_NREG) if r.name == PRODUCER
-                  else replace(r, max_nreg=min(r.max_nreg, consumer_nreg(vdev, wgs, STORER_NREG)))
-                  if r.name == owner else r for r in plan.roles) + (Role(STORER, wg // 2, wg, STORER_NREG),)
-    moved = {a.stask for a in stores}
-    steps = tuple(replace(s, role=STORER) if isinstance(s, Append) and s.stask in moved else s for s in plan.steps)
-    waits = tuple(Wait(a.stask, tuple(w.stask for w in writers
-                                      if graph.by_id[w.stask].write_buffers() & graph.by_id[a.stask].read_buffers()))
-                  for a in stores)
-    pipe = Pipeline("p_" + "_".join(sorted(staged)), tuple(sorted(staged)), 1, owner, STORER, scope="root")
-    return replace(plan, roles=roles, steps=steps + waits, pipelines=(*plan.pipelines, pipe))
 
 
 _RESOURCE_RULES = {"shared_memory", "registers", "threads"}

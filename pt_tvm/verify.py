@@ -376,20 +376,12 @@ def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     return []
 
 
-def _touches_fragments(t: STask, graph: STaskGraph) -> bool:
-    """Whether ``t`` reads or writes registers (a fragment or local buffer): a role that only copies between
-    shared and global memory holds none."""
-    return any(graph.buffers[b].scope in ("fragment", "local") for b in t.read_buffers() | t.write_buffers()
-               if b in graph.buffers)
-
-
 def register_estimate(graph: STaskGraph, threads: int, capped: bool = False) -> int:
     """32-bit registers per thread that the fragments need when spread over ``threads`` threads, plus overhead:
     what ptxas allocates where nothing caps it (a block's occupancy), or, ``capped``, what fits under a
     setmaxnreg ceiling, which ptxas meets by keeping fewer temporaries live."""
     frag = sum(b.nbytes or 0 for b in graph.buffers.values() if b.scope in ("fragment", "local"))
-    return (int(math.ceil(frag / 4 / threads)) if threads > 0 else 0) + (_CAPPED_REG_OVERHEAD if capped
-                                                                          else _REG_OVERHEAD)
+    return int(math.ceil(frag / 4 / max(threads, 1))) + (_CAPPED_REG_OVERHEAD if capped else _REG_OVERHEAD)
 
 
 # addresses, loop state, wgmma descriptors, temporaries: fits ptxas reports of the FA kernels; the co-resident
@@ -442,21 +434,16 @@ def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
     if threads > eu.max_threads_per_block:
         out.append(Violation("threads", f"{threads} threads, {threads - eu.max_threads_per_block} over the "
                              f"{eu.max_threads_per_block} a block may have"))
-    compute_roles = [r for r in plan.roles if any(a.role == r.name and a.seu != SEUKind.TMA
-                                                   and _touches_fragments(graph.by_id[a.stask], graph)
-                                                   for a in plan.appends)]
+    compute_roles = [r for r in plan.roles if any(
+        a.role == r.name and a.seu != SEUKind.TMA for a in plan.appends)]
     compute_threads = sum(r.warps for r in compute_roles) * eu.warp_size
-    held: dict[int | str, int] = {}  # registers per warpgroup (roles sharing one share its setmaxnreg), or per role
+    total = 0
     for r in plan.roles:
         budget = r.max_nreg or eu.max_regs_per_thread
-        need = register_estimate(graph, compute_threads if r in compute_roles else 0, capped=bool(r.max_nreg))
-        held_per_thread = budget if r.max_nreg else min(need, budget)
-        if plan.style == Style.WARP_SPECIALIZED:
-            groups = range(r.warp_lo // eu.warpgroup_warps, math.ceil(r.warp_hi / eu.warpgroup_warps))
-            for g in groups:
-                held[g] = max(held.get(g, 0), eu.warpgroup_warps * eu.warp_size * held_per_thread)
-        else:
-            held[r.name] = r.warps * eu.warp_size * held_per_thread
+        need = register_estimate(graph, compute_threads, capped=bool(r.max_nreg))
+        rthreads = (r.warps if plan.style != Style.WARP_SPECIALIZED
+                    else math.ceil(r.warps / eu.warpgroup_warps) * eu.warpgroup_warps) * eu.warp_size
+        total += rthreads * (budget if r.max_nreg else min(need, budget))
         if r.max_nreg and not (eu.min_regs_per_thread <= r.max_nreg <= 256
                                and r.max_nreg % eu.reg_alloc_granularity == 0):
             out.append(Violation("registers", f"role {r.name}: max_nreg {r.max_nreg} is not a multiple of "
@@ -465,7 +452,6 @@ def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
             out.append(Violation("registers", f"role {r.name}: fragments need ~{need} registers per thread, "
                                  f"{need - min(budget, eu.max_regs_per_thread)} over its budget of "
                                  f"{min(budget, eu.max_regs_per_thread)}"))
-    total = sum(held.values())
     if total > eu.regs_per_eu:
         out.append(Violation("registers", f"roles hold {total} registers in total, {total - eu.regs_per_eu} over the "
                              f"{eu.regs_per_eu} of one {eu.name}"))

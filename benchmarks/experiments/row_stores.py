@@ -2,8 +2,8 @@
 
 GPT-2's lm_head (2048 x 768 -> 50257, the weight as it lies) against its tile-multiple twin (50304), at one plan
 shape (the search's pick with the tile pinned to 128 x 256): the twin's TMA store; the ragged kernel's staged tile
-stored an element a thread (TileLang's ``T.copy``); the same stored 16 bytes a lane (:mod:`pt_tvm.passes.row_store`),
-by the consumers or by a storer role (:func:`pt_tvm.space.storer_variant`).
+stored an element a thread (TileLang's ``T.copy``); the same each row shifted in shared memory onto the
+global row's 16-byte boundaries and bulk-copied by the TMA unit (:mod:`pt_tvm.passes.row_store`).
 Each is checked against the float32 reference on fresh random inputs, then timed in alternating rounds from CUDA
 graphs. ``profile`` instead launches each kernel once, for Nsight Compute.
 
@@ -16,22 +16,19 @@ import sys
 
 import torch
 
-from benchmarks.experiments.variants import priced
 from benchmarks.suite import header
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import REL_TOL, as_outputs, capture, check_call, input_sets, time_samplers
 from pt_tvm.passes import row_store
-from pt_tvm.space import storer_variant
 
 PROBLEM = {"M": 2048, "K": 768, "trans_B": True, "dtype": "float16", "block_M": 128, "block_N": 256}
-KERNELS = {"twin, TMA store": (50304, True, False), "ragged, element stores": (50257, False, False),
-           "ragged, 16-byte row stores": (50257, True, False), "ragged, row stores by a storer": (50257, True, True),
-           "diagnostic: row stores' loads and shuffles, no store": (50257, "no store", False)}
-# the diagnostic's helper: every store behind a condition no lane meets (lane > 64), so that the loads, shuffles and
-# shifts stay and nothing is written; its output is not checked
-_NO_STORE = {"*reinterpret_cast<uint4*>(out + c + head) = o;":
-             "if (lane > 64 && o.x == 1u) *reinterpret_cast<uint4*>(out + c + head) = o;",
+KERNELS = {"twin, TMA store": (50304, True), "ragged, element stores": (50257, False),
+           "ragged, rows shifted in place, bulk-copied": (50257, True),
+           "diagnostic: the same, no store": (50257, "no store")}
+# the diagnostic's helper: every store behind a condition no lane meets (lane > 64), so that the loads, shuffles,
+# shifts and shared-memory writes stay and nothing is written to global memory; its output is not checked
+_NO_STORE = {"if (lane == 0 && here && full > 0) {": "if (lane > 64 && here && full > 0) {",
              "if (e >= head && c + e < cols)": "if (lane > 64 && e >= head && c + e < cols)",
              "if (e < head && c + 8 + e < cols)": "if (lane > 64 && e < head && c + 8 + e < cols)",
              "if (e < head && e < cols)": "if (lane > 64 && e < head && e < cols)"}
@@ -57,12 +54,10 @@ def main(out_dir: str, profile: bool = False) -> None:
     vdev = hw.from_device()
     tmpl = templates.get("gemm")
     fns, info = {}, {}
-    for name, (n, rows, storer) in KERNELS.items():
+    for name, (n, rows) in KERNELS.items():
         with _row_stores(rows):
             result, problem, _ = schedule_template("gemm", vdev, params={**PROBLEM, "N": n})
             best = result.best
-            if storer:
-                best = priced(best, storer_variant(best.plan, best.graph, vdev), vdev, "storer")
             kernel = tmpl.compile(planned_func("gemm", problem, best, vdev), vdev.tvm_target())
         make = lambda seed, p=problem: tmpl.make_inputs(p, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
         check = make(1_000)
