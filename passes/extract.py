@@ -34,7 +34,6 @@ from pt_tvm.graph import (
 )
 from pt_tvm.hw import SEUKind
 
-from . import row_store
 from .deps import dependences
 from .ir import (
     LOOP_ID,
@@ -406,7 +405,7 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
         extents.append(int(body.extent) if isinstance(body.extent, tirx.IntImm) else None)
         body = body.body
     loop_vars = _loop_vars(stmt)
-    reads, writes, ops, sfu, nested, barriers, stored = {}, {}, [0], [0], [], [0], {}
+    reads, writes, ops, sfu, nested, barriers = {}, {}, [0], [0], [], [0]
 
     def visit(n: Any) -> None:
         if isinstance(n, tirx.BufferStore):
@@ -417,9 +416,7 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
             ops[0] += 1
         elif isinstance(n, tirx.Call):
             name = op_name(n)
-            if (target := row_store.written(n)) is not None:  # stores through the address it takes
-                stored.setdefault(target.buffer.name, target)
-            elif name in _MATH_CALLS:
+            if name in _MATH_CALLS:
                 sfu[0] += _MATH_CALLS[name]
             elif name.startswith("tl.tileop."):
                 nested.append(name)
@@ -429,9 +426,6 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
                 barriers[0] += 1
 
     tirx.stmt_functor.post_order_visit(body, visit)
-    for name, target in stored.items():
-        reads.pop(name, None)
-        writes.setdefault(name, target)
     if nested:
         raise ExtractionError(f"PrimFunc {fname!r}: tile op {nested[0]!r} nested inside a "
                               f"{type(stmt).__name__} in the {placement.value} is not supported; "

@@ -17,10 +17,9 @@ import tilelang.language as T
 from tilelang.transform import PassConfigKey
 
 from pt_tvm.errors import PtTvmError
-from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs, row_store
+from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand",
-           "tile_store"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
@@ -47,35 +46,6 @@ def operand(shape: tuple, dtype: str, strides: tuple = ()) -> Any:
     tensor (some columns of a matrix, the heads of a fused projection): static, so TileLang builds its TMA
     descriptor over them (a symbolic stride makes TileLang 0.1.15 load it an element at a time)."""
     return T.StridedTensor(shape, tuple(strides), dtype) if strides else T.Tensor(shape, dtype)
-
-
-def tile_store(block_M: int, block_N: int, rows: Any, cols: int, dtype: str) -> Any:
-    """A macro ``store(C_s, C, row0, col0)``: the shared tile ``C_s`` into ``C[row0:, col0:]``, clipped to
-    ``rows`` x ``cols``. Where ``C``'s rows start on 16-byte boundaries, a ``T.copy`` (a TMA store on Hopper); where
-    they do not (2-byte elements, a row of the tile 8, 16 or 32 aligned chunks), each lane stores the 16 bytes between
-    two of a row's boundaries (:mod:`pt_tvm.passes.row_store`), where TileLang would store every element alone."""
-    elem = T.dtype(dtype).bits // 8
-    chunks = block_N * elem // 16
-    groups = row_store.GROUP_THREADS // max(chunks, 1)  # rows stored side by side; a call takes every groups-th
-    if cols * elem % 16 == 0 or elem != 2 or block_N * elem % 16 or chunks not in row_store.LANES \
-            or block_M % groups:
-        @T.macro
-        def copy(C_s, C, row0, col0):
-            T.copy(C_s, C[row0, col0])
-
-        return copy
-
-    per = block_M // groups
-
-    @T.macro
-    def store(C_s, C, row0, col0):
-        T.import_source(row_store.SOURCE)
-        for g, j in T.Parallel(groups, chunks):
-            T.evaluate(T.call_extern("handle", row_store.NAME, T.address_of(C[row0 + g, col0]), cols,
-                                     T.address_of(C_s[g, j * 8]), block_N, j, chunks, per, groups,
-                                     T.min(block_N, cols - col0), rows - row0 - g))
-
-    return store
 
 
 def priced(func: Any, hints: Mapping[str, int]) -> Any:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import FAST_MATH, Template, TemplateError, operand, priced, size, tile_store
+from .base import FAST_MATH, Template, TemplateError, operand, priced, size
 
 __all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
 
@@ -83,7 +83,6 @@ def build_gemm(
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
     rows = size("M", M, dynamic_M)
     a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
-    store = tile_store(block_M, block_N, rows, N, dtype)
 
     @T.prim_func
     def gemm(A: a_type, B: b_type, C: T.Tensor((rows, N), dtype)):
@@ -92,7 +91,7 @@ def build_gemm(
             C_s = T.alloc_shared((block_M, block_N), dtype)
             mainloop(A, B, C_l, bx, by)
             to_shared(C_l, C_s)
-            store(C_s, C, by * block_M, bx * block_N)
+            T.copy(C_s, C[by * block_M, bx * block_N])
 
     return priced(gemm, {"M": M} if dynamic_M else {})
 

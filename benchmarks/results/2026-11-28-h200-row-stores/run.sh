@@ -1,16 +1,22 @@
 #!/bin/bash
-# GEMMs whose output rows TMA cannot address (GPT-2's lm_head N = 50257, a vocabulary of 32001), on ONE H200
-# (nvidia-h200), from the project root, carrying .gpu-bundle; each step one device call:
+# GEMMs whose output rows TMA cannot address (GPT-2's lm_head, N = 50257; a vocabulary of 32001), on ONE H200
+# (nvidia-h200), from the project root, carrying .gpu-bundle; each step one device call, each at the commit named
+# (every store design below was removed after its run: HEAD stores such rows with TileLang's element-wise T.copy):
 #   storer-d0e5dfb: bash benchmarks/results/2026-11-28-h200-row-stores/run.sh storer d0e5dfb
-#     (benchmarks/experiments/storer.py and pt_tvm.space.storer_variant as they were at d0e5dfb: the staged tile's
-#     element-wise stores issued by two warps of the producer's warpgroup; removed after this run)
-# ragged-<commit>: GEMM pairs whose C rows are odd (GPT-2's lm_head, a vocabulary of 32001) against their nearest
-#   tile multiples, each row's 16-byte-aligned run stored 16 bytes at a time (templates.base.tile_store):
-#     bash benchmarks/results/2026-11-28-h200-row-stores/run.sh ragged COMMIT
-# gpu-tests-<commit>: the GEMM GPU tests of ragged shapes and of the ops:
-#     bash benchmarks/results/2026-11-28-h200-row-stores/run.sh tests COMMIT
-# row_stores-<commit>: the lm_head at one plan shape, its staged tile stored three ways, timed, then profiled:
-#     bash benchmarks/results/2026-11-28-h200-row-stores/run.sh profile COMMIT
+#     (benchmarks/experiments/storer.py, pt_tvm.space.storer_variant: the staged tile's element-wise stores issued by
+#     two warps of the producer's warpgroup, a storer role, from a one-version pipeline of the staging tile)
+#   ragged-47e073c: bash benchmarks/results/2026-11-28-h200-row-stores/run.sh ragged 47e073c
+#     (templates.base.tile_store: each row's 16-byte-aligned run in 16-byte stores, 8 element loads a lane)
+#   ragged-21fce85 and gpu-tests-21fce85: ... run.sh ragged 21fce85 && ... run.sh tests 21fce85
+#     (passes.row_store: a lane's aligned chunk from shared memory, the next lane's by shuffle, 16 bytes stored)
+#   row_stores-d0274a2 and ncu-d0274a2: ... run.sh profile d0274a2 (the lm_head at one plan, 128 x 256 persistent:
+#     the twin's TMA store, element stores, 21fce85's row stores; then Nsight Compute, one launch each: the kernels
+#     named gemm_kernel (132 blocks) are pt-tvm's, in that order, twice; the others are the float32 reference)
+#   row_stores-350b286: ... run.sh profile 350b286 (adds the row stores issued by a storer role; its ncu not kept)
+#   row_stores-839a52c: python -m benchmarks.experiments.row_stores $OUT (a call stores every 8th row of the tile)
+#   row_stores-b61059f: the same plus a diagnostic kernel, the row stores' loads and shuffles with no store
+#   row_stores-4ffec59 and gpu-tests-4ffec59: rows shifted in place in shared memory, bulk-copied by the TMA unit
+#     (cp.async.bulk, one a row), and the diagnostic without the copies; then run.sh tests
 set -u
 source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$2
@@ -23,6 +29,5 @@ ragged.main(sys.argv[1], [], pairs=[p for p in ragged.PAIRS if 'C rows odd' in p
   profile) python -m benchmarks.experiments.row_stores $OUT 2>&1 | grep -v INFO | tee $OUT/row_stores.log
     timeout 300 ncu --clock-control none -k regex:gemm --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section WarpStateStats --section SchedulerStats --section LaunchStats \
-      python -m benchmarks.experiments.row_stores $OUT profile > $OUT/ncu.txt 2>&1
-    grep -v "^==PROF" $OUT/ncu.txt | grep -v INFO | grep -E "gemm_kernel|Duration|Throughput|Stall|Warp Cycles|Issued|Eligible|L1/TEX Hit|L2 Hit|Mem Pipes|Active Warps" | head -120 ;;
+      python -m benchmarks.experiments.row_stores $OUT profile > $OUT/ncu.txt 2>&1 ;;
 esac
