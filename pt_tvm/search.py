@@ -150,7 +150,7 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
 
     # configurations compete in the order that moves the least through DRAM: where DRAM binds in launch
     # order, every configuration would price alike there and the best few would be picked blindly
-    order = least_dram_order(graph, vdev, tile_orders(graph))
+    order = least_dram_order(graph, vdev, tile_orders(graph, vdev))
     if l2_bound(graph, vdev):
         space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
                                             if offers_depth(graph, vdev, d, space)))

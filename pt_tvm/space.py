@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import heapq
 import itertools
+import math
 import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -44,8 +45,8 @@ from .verify import gemm_warpgroups, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
-           "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "tile_orders", "tile_walks",
-           "row_split_variant"]
+           "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
+           "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "row_split_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -353,21 +354,40 @@ PANELS = (2, 4, 8, 16)  # block rows (or columns) per panel of a tile order
 # two runs) panels of 8 and 16 heads ran no faster than panels of 4 on 15 of 18 configs, and up to 3.4% slower (more
 # heads' keys and values read at once through L2), where the model prices them alike.
 FORWARD_PANELS = (2, 4)
+# A causal grid walked in panels of query blocks across every head (block columns) keeps the keys and values of
+# the heads its resident blocks span in L2 at once. In three runs on one H200 (2026-11-28-h200-causal-order) panels
+# of 2 ran 2.5-3.8% faster than the search's pick where that span held 33-66 MB (16 x 1024 tokens, head dims 128 and
+# 256), within 1% either way at 66-128 MB and 4096 tokens, and 2-4% slower at 128 MB and 16384 tokens: panels of 2
+# columns (the only ones measured) are offered where the span holds at most this many times L2's bytes.
+COLUMN_SPAN_L2 = 1.5
+CAUSAL_COLUMN_PANELS = (2,)
 
 
-def tile_orders(graph: STaskGraph) -> list[TileOrder]:
+def column_span_bytes(graph: STaskGraph, vdev: VDevice, panel: int) -> float:
+    """What the blocks resident at once (one an EU) read in the loop, walked in panels of ``panel`` block columns:
+    the heaviest block's loop loads for each head (every launch index but the first) they span."""
+    grid = list(graph.grid.values())
+    heads = int(math.prod(grid[1:]))
+    per_head = sum(t.bytes for t in graph.loop_stasks if is_load(t, graph)) * max(graph.loop.block_trips, default=0)
+    return min(heads, math.ceil(vdev.num_eus / panel)) * per_head
+
+
+def tile_orders(graph: STaskGraph, vdev: VDevice) -> list[TileOrder]:
     """The launch order, and panels of :data:`PANELS` block rows or columns fewer than the grid has
     (an order over the first two launch indices of a grid of known size). Where the blocks' trips vary with the
     first index (a causal mask's query blocks), panels of :data:`FORWARD_PANELS` block rows walked forwards
-    instead (sections of heads, each heaviest query block first): panels of block columns, which spread the
-    resident blocks over every head, ran 3-6% slower than the launch order at 16384 tokens (one H200,
-    2026-11-28-h200-causal-order), where the model does not see the keys and values they read through L2."""
+    instead (sections of heads, each heaviest query block first), and panels of :data:`CAUSAL_COLUMN_PANELS`
+    block columns (every head's heaviest query blocks first) only where the keys and values of the heads they
+    span fit about L2 (:data:`COLUMN_SPAN_L2`): beyond it they ran up to 4% slower than the launch order (one
+    H200, 2026-11-28-h200-causal-order), where the model does not see what they read through L2."""
     grid = list(graph.grid.values())
     if len(grid) < 2 or any(e is None for e in grid) or graph.symbols:  # a grid of symbolic size: as launched
         return [TileOrder()]
     gx, gy = grid[0], grid[1]
     if graph.loop.trips_index == next(iter(graph.grid)):
-        return [TileOrder(), *(TileOrder(p, "row", snake=False) for p in FORWARD_PANELS if p < gy)]
+        return [TileOrder(), *(TileOrder(p, "row", snake=False) for p in FORWARD_PANELS if p < gy),
+                *(TileOrder(p, "column") for p in CAUSAL_COLUMN_PANELS if p < gx
+                  and column_span_bytes(graph, vdev, p) <= COLUMN_SPAN_L2 * vdev.l2_bytes)]
     return [TileOrder(), *(TileOrder(p, "row") for p in PANELS if p < gy),
             *(TileOrder(p, "column") for p in PANELS if p < gx)]
 
@@ -383,7 +403,7 @@ def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Ex
     the same causal plans launched as a grid and 0.89-0.98x without a mask, where the model prices it 1-3% faster
     (one H200, benchmarks/results/2026-11-28-h200-causal-order).
     """
-    orders = tile_orders(graph)
+    orders = tile_orders(graph, vdev)
     out = [replace(plan, tile_order=o, persistent=False) for o in orders]
     blocks = graph.grid_blocks()
     if plan.style == Style.WARP_SPECIALIZED and blocks is not None and blocks > vdev.num_eus and not graph.symbols \
@@ -405,7 +425,7 @@ def stream_k_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> lis
         Split(blocks, int(trips), vdev.num_eus)
     except ValueError:
         return []
-    return [replace(plan, tile_order=o, persistent=True, stream_k=True) for o in tile_orders(graph)]
+    return [replace(plan, tile_order=o, persistent=True, stream_k=True) for o in tile_orders(graph, vdev)]
 
 
 def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:

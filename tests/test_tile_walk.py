@@ -22,7 +22,7 @@ from tilelang import tvm
 from tvm import tirx
 
 from benchmarks.calibration import samples_from_run
-from pt_tvm import cost, hw
+from pt_tvm import cost, hw, space
 from pt_tvm.compiler import lower_planned, schedule_template
 from pt_tvm.measure import REL_TOL, as_outputs, check_call, kernel_outputs
 from pt_tvm.passes import apply_plan, extract_stask_graph
@@ -34,6 +34,7 @@ from pt_tvm.templates import get
 from pt_tvm.verify import violations
 
 H100 = hw.get("h100")
+H200 = hw.get("h200")
 MEASURED = os.path.join(os.path.dirname(__file__), "data", "h100-gemm-measured-plans.json.gz")
 
 
@@ -175,7 +176,7 @@ def test_swizzled_large_gemm_prices_faster_than_launch_order():
 def test_small_gemms_price_the_same_in_every_order(size):
     """Where DRAM keeps up in any order, the order changes no predicted time."""
     _, _, _, graph, plan = _planned("gemm", M=size, N=size, K=size, block_M=128, block_N=256, block_K=64)
-    seconds = {o: cost.estimate(replace(plan, tile_order=o), graph, H100).seconds for o in tile_orders(graph)}
+    seconds = {o: cost.estimate(replace(plan, tile_order=o), graph, H100).seconds for o in tile_orders(graph, H100)}
     assert len(seconds) > 4 and max(seconds.values()) == pytest.approx(min(seconds.values()), rel=1e-9)
 
 
@@ -242,7 +243,7 @@ def test_search_walks_turns_and_per_tile_pipelines_only_in_other_orders():
     _, _, _, graph, plan = _planned("flash_attention", batch=4, heads=16, kv_heads=16, seq_len=2048, dim=128)
     walks = tile_walks(plan, graph, H100)
     assert walks and not any(p.persistent for p in walks)
-    assert {p.tile_order for p in walks} == set(tile_orders(graph)) - {TileOrder()}
+    assert {p.tile_order for p in walks} == set(tile_orders(graph, H100)) - {TileOrder()}
 
 
 # ---------------------------------------------------------------- causal grids: blocks of unequal length
@@ -266,16 +267,33 @@ def test_forward_panels_are_a_permutation_and_keep_in_json():
 
 def test_causal_grids_record_each_query_blocks_trips():
     """A causal mask's trips vary with the query block (``bx``): the graph keeps them per block, so the cost
-    model can walk the grid, and the search walks it in launch order or in panels of heads walked forwards (not
-    in panels of query blocks across every head: slower at long sequences); a full mask keeps none."""
+    model can walk the grid, and the search walks it in launch order, in panels of heads walked forwards, and in
+    panels of two query blocks across every head where the heads they span keep their keys and values within
+    about L2 (16 heads of 1024 tokens: 1 MB each); a full mask keeps none."""
     _, _, _, causal, _ = _planned("flash_attention", batch=2, heads=8, kv_heads=8, seq_len=1024, dim=128,
                                   block_M=128, block_N=128, causal=True)
     assert causal.loop.trips_index == "bx" and causal.loop.block_trips == (8, 7, 6, 5, 4, 3, 2, 1)  # heaviest first
     assert sum(causal.loop.block_trips) / 8 == causal.loop.trip_count
     _, _, _, full, _ = _planned("flash_attention", batch=2, heads=8, kv_heads=8, seq_len=1024, dim=128)
     assert full.loop.block_trips == () and full.loop.trips_index == ""
-    assert tile_orders(causal) == [TileOrder(), TileOrder(2, "row", snake=False), TileOrder(4, "row", snake=False)]
-    assert not any(not o.snake for o in tile_orders(full))
+    assert tile_orders(causal, H100) == [TileOrder(), TileOrder(2, "row", snake=False),
+                                         TileOrder(4, "row", snake=False), TileOrder(2, "column")]
+    assert not any(not o.snake for o in tile_orders(full, H100))
+
+
+@pytest.mark.parametrize("seq_len, dim, columns", [(1024, 128, True), (1024, 256, True), (4096, 128, False),
+                                                   (16384, 128, False), (16384, 64, False)])
+def test_causal_column_panels_only_where_their_heads_fit_l2(seq_len, dim, columns):
+    """Panels of two query blocks across every head: the resident blocks span 66 heads (fewer where the grid has
+    fewer), whose keys and values must fit 1.5x L2 (space.COLUMN_SPAN_L2). On one H200 (2026-11-28-h200-causal-
+    order, three runs) they ran 2.5-3.8% faster than the search's pick at 16 x 1024 tokens (33 and 66 MB) and 2-4%
+    slower at 16384 tokens (128 MB); the attention-core suite's configs at these lengths."""
+    batch, heads = {1024: 16, 4096: 4, 16384: 1}[seq_len], {64: 32, 128: 16, 256: 8}[dim]
+    _, _, _, graph, _ = _planned("flash_attention", target=H200, batch=batch, heads=heads, kv_heads=heads,
+                                 seq_len=seq_len, dim=dim, causal=True, block_M=128, block_N=64 if dim == 256 else 128)
+    per_head = seq_len * dim * 2 * 2  # keys and values, fp16
+    assert space.column_span_bytes(graph, H200, 2) == min(batch * heads, 66) * per_head
+    assert (TileOrder(2, "column") in tile_orders(graph, H200)) == columns
 
 
 def test_walk_span_is_list_scheduling_in_the_order():
