@@ -17,6 +17,9 @@
 #   row_stores-b61059f: the same plus a diagnostic kernel, the row stores' loads and shuffles with no store
 #   row_stores-4ffec59 and gpu-tests-4ffec59: rows shifted in place in shared memory, bulk-copied by the TMA unit
 #     (cp.async.bulk, one a row), and the diagnostic without the copies; then run.sh tests
+#   gpu-tests-624bba5: the GEMM tests of test_shapes_gpu.py (-k gemm) with the element stores back (HEAD's), the
+#     two odd-row cases this change adds among them: OUT=$OUT bash benchmarks/gpu-tests.sh 12 200 \
+#     tests/test_shapes_gpu.py -k gemm
 set -u
 source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$2
