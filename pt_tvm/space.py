@@ -355,10 +355,11 @@ PANELS = (2, 4, 8, 16)  # block rows (or columns) per panel of a tile order
 # heads' keys and values read at once through L2), where the model prices them alike.
 FORWARD_PANELS = (2, 4)
 # A causal grid walked in panels of query blocks across every head (block columns) keeps the keys and values of
-# the heads its resident blocks span in L2 at once. In three runs on one H200 (2026-11-28-h200-causal-order) panels
-# of 2 ran 2.5-3.8% faster than the search's pick where that span held 33-66 MB (16 x 1024 tokens, head dims 128 and
-# 256), within 1% either way at 66-128 MB and 4096 tokens, and 2-4% slower at 128 MB and 16384 tokens: panels of 2
-# columns (the only ones measured) are offered where the span holds at most this many times L2's bytes.
+# the heads its resident blocks span in L2 at once. On one H200 (2026-11-28-h200-causal-order, two runs) panels of 2
+# ran 2.5-3.8% faster than panels of 4 heads where that span held 33-66 MB (16 x 1024 tokens, head dims 128 and 256;
+# within 1% in a third run, 2026-11-28-h200-causal-columns), within 1% either way at 66-128 MB and 4096 tokens, and
+# 2-4% slower at 128 MB and 16384 tokens: panels of 2 columns (the only ones measured) are offered where the span
+# holds at most this many times L2's bytes.
 COLUMN_SPAN_L2 = 1.5
 CAUSAL_COLUMN_PANELS = (2,)
 

@@ -52,7 +52,7 @@ RAGGED = [
     ("gemm", {"M": 1000, "N": 1000, "K": 1000}),
     ("gemm", {"M": 333, "N": 520, "K": 200, "dtype": "bfloat16"}),
     ("gemm", {"M": 250, "N": 300, "K": 100, "trans_B": True}),  # N, K rows not 16-byte aligned: no TMA for them
-    # C's rows start off 16-byte boundaries: each row's aligned run in 16-byte stores (templates.base.tile_store)
+    # C's rows start off 16-byte boundaries: no TMA store, TileLang stores the staged tile an element a thread
     ("gemm", {"M": 1000, "N": 50257, "K": 256, "trans_B": True}),
     ("gemm", {"M": 333, "N": 1001, "K": 200, "dtype": "bfloat16"}),
     ("gemm", {"M": 777, "N": 1000, "K": 1000, "trans_B": True, "swap_ab": 1, "block_M": 208}),  # tiles transposed

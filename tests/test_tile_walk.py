@@ -286,8 +286,8 @@ def test_causal_grids_record_each_query_blocks_trips():
 def test_causal_column_panels_only_where_their_heads_fit_l2(seq_len, dim, columns):
     """Panels of two query blocks across every head: the resident blocks span 66 heads (fewer where the grid has
     fewer), whose keys and values must fit 1.5x L2 (space.COLUMN_SPAN_L2). On one H200 (2026-11-28-h200-causal-
-    order, three runs) they ran 2.5-3.8% faster than the search's pick at 16 x 1024 tokens (33 and 66 MB) and 2-4%
-    slower at 16384 tokens (128 MB); the attention-core suite's configs at these lengths."""
+    order, two runs) they ran 2.5-3.8% faster than panels of heads at 16 x 1024 tokens (33 and 66 MB; within 1% in a
+    third run) and 2-4% slower at 16384 tokens (128 MB); the attention-core suite's configs at these lengths."""
     batch, heads = {1024: 16, 4096: 4, 16384: 1}[seq_len], {64: 32, 128: 16, 256: 8}[dim]
     _, _, _, graph, _ = _planned("flash_attention", target=H200, batch=batch, heads=heads, kv_heads=heads,
                                  seq_len=seq_len, dim=dim, causal=True, block_M=128, block_N=64 if dim == 256 else 128)
