@@ -362,6 +362,7 @@ GPU_WALKS = [
      TileOrder(8, "column")),
     ("gemm_rowsum", dict(M=2048, N=2048, K=512, block_M=128, block_N=128, block_K=64), TileOrder(4, "row")),
     ("flash_attention", dict(batch=2, heads=16, kv_heads=4, seq_len=2048, dim=128, causal=True), TileOrder(2)),
+    ("flash_attention", dict(batch=3, heads=8, kv_heads=2, seq_len=1000, dim=128, causal=True), TileOrder(2, "column")),
     ("chunk_state", dict(batch=4, seqlen=2048), TileOrder(2, "column")),
     ("chunk_scan", dict(batch=4, seqlen=2048), TileOrder(2)),
 ]
