@@ -8,6 +8,9 @@
 # causal_columns-<commit>: the attention-core configs whose pick the rule changes (fp16, causal: head dim 64 at
 # 4 x 4096, 128 and 256 at 16 x 1024), the search's pick against the plan it picked before (panels of 4 heads
 # walked forwards) and the launch order, beside cuDNN SDPA and flash-attn-4 (benchmarks.experiments.causal_order).
+# gpu-tests-4cefa63: tests/test_tile_walk.py's walked plans on the GPU (a causal FlashAttention in panels of two
+#   query blocks across every head among them), carrying .gpu-bundle: source benchmarks/gpu-env.sh && env_setup &&
+#   OUT=$OUT bash benchmarks/gpu-tests.sh 8 200 tests/test_tile_walk.py -k walked_plans
 set -u
 source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$1
