@@ -1,7 +1,8 @@
 """GPU probe (issue 14, ragged shapes): GPT-2's lm_head output, rows of 100514 bytes that no tensor map describes,
 stored by TMA through the rows 8 apart (804112 bytes, a multiple of 16): ``C`` viewed as ``[M / 8, 8 N]``, whose row
 ``k`` holds C's rows ``8k .. 8k + 7`` end to end, so a tile's rows of one residue are one 2-D box at an element
-coordinate. The staged tile is written with its rows grouped by residue, then stored in 8 TMA stores. The probe
+coordinate. The staged tile is written with its rows grouped by residue, unswizzled (at 39ea65f, swizzled, the
+stores stopped the kernel: illegal instruction), then stored in 8 TMA stores. The probe
 kernel covers the column tiles that end inside a row (50176 of 50257 columns; the last, partial tile would run
 into the next row); it is timed beside the template's kernels at N = 50257 (element stores) and at its
 tile-multiple twin 50304 (TMA store), each checked against float32 on fresh random inputs (the probe on the
@@ -15,6 +16,7 @@ import sys
 
 import tilelang.language as T
 import torch
+from tilelang.layout import make_linear_layout
 
 from benchmarks.suite import header
 from pt_tvm import hw, templates
@@ -38,6 +40,7 @@ def residue_kernel():
             B_s = T.alloc_shared((BN, BK), f16)
             C_l = T.alloc_fragment((BM, BN), f32)
             C_s = T.alloc_shared((8, BM // 8, BN), f16)
+            T.annotate_layout({C_s: make_linear_layout(C_s)})  # no swizzle: a swizzled box must start aligned
             T.clear(C_l)
             for k in T.Pipelined(T.ceildiv(K, BK), num_stages=3):
                 T.copy(A[by * BM, k * BK], A_s)
