@@ -20,6 +20,9 @@
 #   gpu-tests-624bba5: the GEMM tests of test_shapes_gpu.py (-k gemm) with the element stores back (HEAD's), the
 #     two odd-row cases this change adds among them: OUT=$OUT bash benchmarks/gpu-tests.sh 12 200 \
 #     tests/test_shapes_gpu.py -k gemm
+# residue_rows-39ea65f, residue_rows-0d358c5: python -m benchmarks.experiments.residue_rows $OUT (removed after):
+#   C viewed as [M / 8, 8 N], the tile's rows of one residue mod 8 one 2-D TMA box at an element coordinate; the
+#   staged tile swizzled (39ea65f) and linear (0d358c5); both stopped with an illegal instruction at the first call
 set -u
 source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$2
