@@ -369,7 +369,7 @@ def column_span_bytes(graph: STaskGraph, vdev: VDevice, panel: int) -> float:
     the heaviest block's loop loads for each head (every launch index but the first) they span."""
     grid = list(graph.grid.values())
     heads = int(math.prod(grid[1:]))
-    per_head = sum(t.bytes for t in graph.loop_stasks if is_load(t, graph)) * max(graph.loop.block_trips, default=0)
+    per_head = sum(t.bytes for t in graph.loop_stasks if is_load(t, graph)) * graph.loop.max_trip_count
     return min(heads, math.ceil(vdev.num_eus / panel)) * per_head
 
 

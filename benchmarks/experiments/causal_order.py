@@ -33,7 +33,8 @@ def variants(result, vdev):
     best = next(c for c in result.ranked if c.plan.tile_order.is_launch_order and not c.plan.persistent)
     return {"search's pick": result.best,
             **{name: priced(best, replace(best.plan, tile_order=order), vdev, name)
-               for name, order in VARIANTS.items() if order.panel < best.graph.grid["by"]}}
+               for name, order in VARIANTS.items()
+               if order.panel < best.graph.grid["by" if order.axis == "row" else "bx"]}}
 
 
 def main(out_dir):
