@@ -206,7 +206,10 @@ def _ints(values: Sequence[Any]) -> tuple[int | None, ...]:
 
 def _buffers(func: tirx.PrimFunc, block: tirx.SBlock, symbols: Mapping[tirx.Var, int]) -> dict[str, BufferInfo]:
     bufs = {}
-    for b in [*func.buffer_map.values(), *block.alloc_buffers]:
+    views = []  # T.decl_buffer views of a parameter's memory, declared ahead of the kernel's launch
+    tirx.stmt_functor.post_order_visit(func.body, lambda n: views.append(n.buffer)
+                                       if isinstance(n, tirx.DeclBuffer) else None)
+    for b in [*func.buffer_map.values(), *block.alloc_buffers, *views]:
         shape, strides = ([tirx.stmt_functor.substitute(d, dict(symbols)) for d in dims] if symbols else dims
                           for dims in (b.shape, b.strides))
         bufs[text(b.name)] = BufferInfo(name=text(b.name), shape=_ints(shape), dtype=text(b.dtype), scope=_scope(b),
@@ -247,8 +250,8 @@ def _kind_of(stmt: tirx.Stmt, fname: str) -> str:
     if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call):
         op = op_name(stmt.value)
         return op.rsplit(".", 1)[-1] if op.startswith("tl.tileop.") else "call"
-    if isinstance(stmt, tirx.IfThenElse) and isinstance(stmt.then_case, tirx.For):
-        stmt = stmt.then_case  # a nest applied only where a condition holds is named as the nest
+    if isinstance(stmt, tirx.IfThenElse) and isinstance(stmt.then_case, (tirx.For, tirx.Evaluate)):
+        return _kind_of(stmt.then_case, fname)  # a nest or tile op applied where a condition holds: named as it
     if isinstance(stmt, tirx.For):
         return "par" if stmt.kind == tirx.ForKind.PARALLEL else "loop"
     return "stmt"
@@ -288,18 +291,28 @@ def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, Buffer
 def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
            vdev: hw.VDevice, block_vars: dict[str, str], fname: str, steps: _Steps | None) -> STask:
     inner = _unwrap(stmt)
-    if isinstance(inner, tirx.Evaluate) and isinstance(inner.value, tirx.Call) \
-            and op_name(inner.value).startswith("tl.tileop."):
+    if _is_tile_op(inner):
         return _tile_op(inner.value, sid, placement, index, buffers, vdev, block_vars, fname)
     if isinstance(inner, tirx.IfThenElse) and isinstance(inner.then_case, tirx.For) \
             and isinstance(inner.else_case, (tirx.For, type(None))):
         sides = [_scalar_nest(s, sid, placement, index, buffers, vdev, block_vars, fname)
                  for s in (inner.then_case, inner.else_case) if s is not None]
         return _branch(sides, steps.share(inner.condition) if steps else None)
+    if isinstance(inner, tirx.IfThenElse) and _is_tile_op(inner.then_case) \
+            and isinstance(inner.else_case, (tirx.For, type(None))):
+        op = _tile_op(inner.then_case.value, sid, placement, index, buffers, vdev, block_vars, fname)
+        other = [_scalar_nest(inner.else_case, sid, placement, index, buffers, vdev, block_vars, fname)] \
+            if inner.else_case is not None else []
+        return _branch([op, *other], steps.share(inner.condition) if steps else None)
     if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
         return _scalar_nest(inner, sid, placement, index, buffers, vdev, block_vars, fname)
     raise ExtractionError(f"PrimFunc {fname!r}: unsupported statement {type(inner).__name__} "
                           f"in the {placement.value}: {str(inner)[:200]}")
+
+
+def _is_tile_op(stmt: tirx.Stmt) -> bool:
+    return isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call) \
+        and op_name(stmt.value).startswith("tl.tileop.")
 
 
 def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
@@ -376,17 +389,20 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
 
 
 def _branch(sides: list[STask], share: float | None) -> STask:
-    """A branch around nests (``if c: nest``, a mask on the blocks that need it, or ``if c: nest else: nest``) as
-    one sTask: reading and writing what either side does, killing what every side writes in full (nothing without
-    an ``else``: where the condition fails the buffers keep what they held), priced at the mean over the loop's
-    steps of the side each step runs (``share``: of the steps taking the ``then`` side), or, where that share is
-    not known at compile time, as its ``then`` side alone (one side) or its costlier side (two)."""
-    costly = max(sides, key=lambda t: (t.flops + 4.0 * t.sfu_ops, t.flops))  # a transcendental: 4 ALU ops (cost)
+    """A branch around nests (``if c: nest``, a mask on the blocks that need it, or ``if c: nest else: nest``) or
+    around a tile op (``if c: copy else: nest``, a tile stored by TMA where it can be and an element a thread at
+    the edges) as one sTask: reading and writing what either side does, killing what every side writes in full
+    (nothing without an ``else``: where the condition fails the buffers keep what they held), priced at the mean
+    over the loop's steps of the side each step runs (``share``: of the steps taking the ``then`` side), or, where
+    that share is not known at compile time, as its ``then`` side alone (one side, or a tile op: the other side
+    serves the edge blocks) or its costlier side (two nests)."""
+    ops = [t for t in sides if "tileop" in t.attrs]
+    costly = ops[0] if ops else max(sides, key=lambda t: (t.flops + 4.0 * t.sfu_ops, t.flops))  # exp: 4 ALU ops
     if share is None:
         weights = [1.0] if len(sides) == 1 else [float(t is costly) for t in sides]
     else:
         weights = [share, 1.0 - share][:len(sides)]
-    kills = set.intersection(*(set(filter(None, t.attrs["full_writes"].split(","))) for t in sides)) \
+    kills = set.intersection(*(set(filter(None, t.attrs.get("full_writes", "").split(","))) for t in sides)) \
         if len(sides) == 2 else set()
     union = lambda accs: tuple({a.buffer: a for t in sides for a in accs(t)}.values())  # noqa: E731
     mean = lambda cost: sum(w * cost(t) for w, t in zip(weights, sides))  # noqa: E731

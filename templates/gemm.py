@@ -25,6 +25,10 @@ _ACCUM = "float32"
 # 1.2-1.4x slower than 128x256 on the layer GEMMs of one H200 (benchmarks/results/2026-11-26-h200-layer-gemms),
 # though the model priced it faster.
 _MAX_TILE = 256 * 160
+# A tensor map addresses rows, and starts boxes, only on 16-byte boundaries (a box starting off one stops the
+# kernel with an illegal instruction: benchmarks/results/2026-11-28-h200-row-groups); rows of 2-byte elements 8
+# apart always lie on them.
+_BYTES, _ALIGN, _GROUP = 2, 16, 8
 
 
 def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
@@ -34,7 +38,8 @@ def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
 
 def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int,
                    gate_rows: int = 0, swap_ab: bool = False):
-    """The shared tile program, a macro every kernel inlines: ``C_l = A[block row by] @ op(B)[block column bx]``.
+    """The shared tile program, a macro every kernel inlines: ``C_l = A[rows m0.., columns k0..] @ op(B)[columns
+    n0..]`` (of a fused gate/up weight, rows ``n0..`` of each half).
     With ``gate_rows`` (a fused gate/up weight ``[2N, K]``, ``N = gate_rows``, read as it lies) the tile of ``B``
     is the gate projection's ``block_N / 2`` rows of block column ``bx`` stacked on the up projection's same rows,
     so one gemm computes both halves side by side in ``C_l``. With ``swap_ab`` (``trans_B`` only) the gemm
@@ -43,19 +48,19 @@ def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int
     half = block_N // 2
 
     @T.macro
-    def mainloop(A, B, C_l, bx, by):
+    def mainloop(A, B, C_l, m0, n0, k0):
         A_s = T.alloc_shared((block_M, block_K), dtype)
         B_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
         T.clear(C_l)
         for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-            T.copy(A[by * block_M, k * block_K], A_s)
+            T.copy(A[m0, k0 + k * block_K], A_s)
             if gate_rows:
-                T.copy(B[bx * half, k * block_K], B_s[0:half, :])
-                T.copy(B[gate_rows + bx * half, k * block_K], B_s[half:block_N, :])
+                T.copy(B[n0, k * block_K], B_s[0:half, :])
+                T.copy(B[gate_rows + n0, k * block_K], B_s[half:block_N, :])
             elif trans_B:
-                T.copy(B[bx * block_N, k * block_K], B_s)
+                T.copy(B[n0, k * block_K], B_s)
             else:
-                T.copy(B[k * block_K, bx * block_N], B_s)
+                T.copy(B[k * block_K, n0], B_s)
             if swap_ab:
                 T.gemm(B_s, A_s, C_l, transpose_B=True)
             else:
@@ -79,21 +84,66 @@ def build_gemm(
     dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed).
     ``dynamic_M``: one kernel for every row count, priced at ``M``. ``lda``, ``ldb``: the row strides of ``A``
     and ``B`` in elements (0: packed rows)."""
-    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
-    to_shared = _to_shared(block_M, block_N, bool(swap_ab))
     rows = size("M", M, dynamic_M)
     a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
+    if _row_groups(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab):
+        return _gemm_row_groups(M, N, K, dtype, block_M, block_N, block_K, threads, num_stages, lda, a_type, b_type)
+    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
+    to_shared = _to_shared(block_M, block_N, bool(swap_ab))
 
     @T.prim_func
     def gemm(A: a_type, B: b_type, C: T.Tensor((rows, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
-            mainloop(A, B, C_l, bx, by)
+            mainloop(A, B, C_l, by * block_M, bx * block_N, 0)
             to_shared(C_l, C_s)
             T.copy(C_s, C[by * block_M, bx * block_N])
 
     return priced(gemm, {"M": M} if dynamic_M else {})
+
+
+def _row_groups(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int) -> bool:
+    """Whether ``build_gemm`` stores ``C`` in tiles of rows 8 apart (:func:`_gemm_row_groups`): ``C``'s rows
+    start off 16-byte boundaries (no tensor map addresses them one by one), ``M`` is static and whole groups of 8,
+    ``B`` lies ``[N, K]`` (a tile's first column is a row of it, which TMA can start anywhere), and ``A``'s rows
+    lie on 16-byte boundaries in a whole number of K tiles (a last, partial tile of a row would read the next)."""
+    return (N * _BYTES % _ALIGN != 0 and trans_B and not dynamic_M and not swap_ab and M % _GROUP == 0
+            and (lda or K) * _BYTES % _ALIGN == 0 and K % block_K == 0)
+
+
+def _gemm_row_groups(M: int, N: int, K: int, dtype: str, block_M: int, block_N: int, block_K: int, threads: int,
+                     num_stages: int, lda: int, a_type: Any, b_type: Any):
+    """``C = A @ B^T`` for rows of ``C`` that start off 16-byte boundaries (an odd vocabulary: GPT-2's 50257).
+    Rows 8 apart lie ``16 N`` bytes apart, so ``A`` and ``C`` are read and written through views ``[M / 8, 8 K]``
+    and ``[M / 8, 8 N]`` whose row ``g`` holds rows ``8 g .. 8 g + 7`` side by side, and a block computes the
+    rows ``8 g + q`` of one residue ``q`` (consecutive rows of the views), its columns starting at that residue's
+    first 16-byte boundary plus whole tiles: its staged tile is one TMA store away, as a tile-multiple GEMM's is,
+    where TileLang would store every element from a thread. Each residue's columns before that boundary (block
+    column 0 computes them) and its last, partial tile are stored an element a thread."""
+    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages)
+    groups, a_row = M // _GROUP, lda or K
+
+    @T.prim_func
+    def gemm(A: a_type, B: b_type, C: T.Tensor((M, N), dtype)):
+        A_g = T.decl_buffer((groups, _GROUP * a_row), dtype, data=A.data)
+        C_g = T.decl_buffer((groups, _GROUP * N), dtype, data=C.data)
+        with T.Kernel(T.ceildiv(N, block_N) + 1, T.ceildiv(groups, block_M) * _GROUP, threads=threads) as (bx, by):
+            C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            q, g0 = by % _GROUP, by // _GROUP * block_M
+            lead = (_GROUP - q * N % _GROUP) % _GROUP  # columns of row 8 g + q before a 16-byte boundary
+            n0 = T.if_then_else(bx == 0, 0, lead + (bx - 1) * block_N)
+            mainloop(A_g, B, C_l, g0, n0, q * a_row)
+            T.copy(C_l, C_s)
+            if bx > 0 and n0 + block_N <= N:
+                T.copy(C_s, C_g[g0, q * N + n0])
+            else:
+                for i, j in T.Parallel(block_M, block_N):
+                    if g0 + i < groups and n0 + j < N and (bx > 0 or j < lead):
+                        C_g[g0 + i, q * N + n0 + j] = C_s[i, j]
+
+    return gemm
 
 
 def _accumulator(block_M: int, block_N: int, swap_ab: int) -> tuple[int, int]:
@@ -138,7 +188,7 @@ def build_gemm_rope(
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
-            mainloop(A, W, C_l, bx, by)
+            mainloop(A, W, C_l, by * block_M, bx * block_N, 0)
             to_shared(C_l, C_s)
             for i, j in T.Parallel(block_M, block_N):
                 if by * block_M + i < M:
@@ -177,7 +227,7 @@ def build_gemm_rowsum(
             C_s = T.alloc_shared((block_M, block_N), dtype)
             S_l = T.alloc_fragment((block_M,), _ACCUM)
             S_s = T.alloc_shared((block_M,), _ACCUM)
-            mainloop(A, B, C_l, bx, by)
+            mainloop(A, B, C_l, by * block_M, bx * block_N, 0)
             T.reduce_sum(C_l, S_l, dim=1)
             T.copy(S_l, S_s)
             T.atomic_add(S[by * block_M:(by + 1) * block_M], S_s)
@@ -213,7 +263,7 @@ def build_gemm_swiglu(
         with T.Kernel(T.ceildiv(N, half), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((2, block_M, half) if split else (block_M, block_N), dtype)
-            mainloop(A, W, C_l, bx, by)
+            mainloop(A, W, C_l, by * block_M, bx * half, 0)
             if swap_ab:
                 for i, j in T.Parallel(block_N, block_M):
                     C_s[i // half, j, i % half] = C_l[i, j]

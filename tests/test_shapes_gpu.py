@@ -52,8 +52,12 @@ RAGGED = [
     ("gemm", {"M": 1000, "N": 1000, "K": 1000}),
     ("gemm", {"M": 333, "N": 520, "K": 200, "dtype": "bfloat16"}),
     ("gemm", {"M": 250, "N": 300, "K": 100, "trans_B": True}),  # N, K rows not 16-byte aligned: no TMA for them
-    # C's rows start off 16-byte boundaries: no TMA store, TileLang stores the staged tile an element a thread
+    # C's rows start off 16-byte boundaries: tiles of rows 8 apart, stored by TMA through C viewed [M / 8, 8 N]
+    # (125 groups of rows: a partial tile of them), each residue's first columns and last tile an element a thread
     ("gemm", {"M": 1000, "N": 50257, "K": 256, "trans_B": True}),
+    ("gemm", {"M": 512, "N": 1002, "K": 512, "trans_B": True, "lda": 520, "dtype": "bfloat16"}),
+    # ... and where rows 8 apart cannot serve (M not whole groups of 8; B [K, N]): TileLang's element stores
+    ("gemm", {"M": 777, "N": 1001, "K": 256, "trans_B": True}),
     ("gemm", {"M": 333, "N": 1001, "K": 200, "dtype": "bfloat16"}),
     ("gemm", {"M": 777, "N": 1000, "K": 1000, "trans_B": True, "swap_ab": 1, "block_M": 208}),  # tiles transposed
     ("gemm", {"M": 300, "N": 700, "K": 520, "trans_B": True, "swap_ab": 1, "block_M": 112, "dtype": "bfloat16"}),
