@@ -112,7 +112,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
     body = [s for s in top_level(loop.body) if not isinstance(s, tirx.Bind)]
     pro, epi = stmts[:loops[0]], stmts[loops[0] + 1:]
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
-    block_vars = {name: name for name in grid}
+    block_vars = _launch_deps(grid, [s for s in top_level(block.body) if isinstance(s, tirx.Bind)])
 
     steps = _Steps(loop.loop_var, extent, grid)
 
@@ -263,7 +263,17 @@ def _unwrap(stmt: tirx.Stmt) -> tirx.Stmt:
     return stmt
 
 
-def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: dict[str, str]):
+def _launch_deps(grid: dict, binds: Sequence[tirx.Bind]) -> dict[str, tuple[str, ...]]:
+    """The launch indices each name depends on: an index itself, and a value bound from them (``m0 = by * 128``,
+    a macro's argument), through the binds before it."""
+    deps = {name: (name,) for name in grid}
+    for b in binds:
+        names = {n.name for n in _vars(b.value)}
+        deps[b.var.name] = tuple(sorted({d for n in names if n in deps for d in deps[n]}))
+    return deps
+
+
+def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: dict[str, tuple[str, ...]]):
     """A tile-op operand -> (Access, access mask), or None for scalar arguments."""
     if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
         load, mask = arg.args[0], int(arg.args[1])
@@ -279,17 +289,17 @@ def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: dict[str, str]
 
 
 def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, BufferInfo],
-            block_vars: dict[str, str]) -> Access:
+            block_vars: dict[str, tuple[str, ...]]) -> Access:
     used = set()
     for m in mins:
         tirx.stmt_functor.post_order_visit(
-            m, lambda n: used.add(block_vars[n.name]) if isinstance(n, tirx.Var) and n.name in block_vars else None)
+            m, lambda n: used.update(block_vars[n.name]) if isinstance(n, tirx.Var) and n.name in block_vars else None)
     return Access(buffer=text(buf.name), scope=buffers[buf.name].scope if buf.name in buffers else _scope(buf),
                   offsets=tuple(text(m) for m in mins), extents=tuple(exts), block_vars=tuple(sorted(used)))
 
 
 def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-           vdev: hw.VDevice, block_vars: dict[str, str], fname: str, steps: _Steps | None) -> STask:
+           vdev: hw.VDevice, block_vars: dict[str, tuple[str, ...]], fname: str, steps: _Steps | None) -> STask:
     inner = _unwrap(stmt)
     if _is_tile_op(inner):
         return _tile_op(inner.value, sid, placement, index, buffers, vdev, block_vars, fname)
@@ -316,7 +326,7 @@ def _is_tile_op(stmt: tirx.Stmt) -> bool:
 
 
 def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-             vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
+             vdev: hw.VDevice, block_vars: dict[str, tuple[str, ...]], fname: str) -> STask:
     op = op_name(call)
     regions = [r for r in (_region(a, buffers, block_vars) for a in call.args) if r is not None]
     reads = [a for a, m in regions if m & 1]
@@ -414,7 +424,7 @@ def _branch(sides: list[STask], share: float | None) -> STask:
 
 
 def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-                 vdev: hw.VDevice, block_vars: dict[str, str], fname: str) -> STask:
+                 vdev: hw.VDevice, block_vars: dict[str, tuple[str, ...]], fname: str) -> STask:
     """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts."""
     extents, body = [], stmt
     while isinstance(body, tirx.For):

@@ -26,9 +26,10 @@ _ACCUM = "float32"
 # though the model priced it faster.
 _MAX_TILE = 256 * 160
 # A tensor map addresses rows, and starts boxes, only on 16-byte boundaries (a box starting off one stops the
-# kernel with an illegal instruction: benchmarks/results/2026-11-28-h200-row-groups); rows of 2-byte elements 8
-# apart always lie on them.
-_BYTES, _ALIGN, _GROUP = 2, 16, 8
+# kernel with an illegal instruction), and stores a row from a 32-byte boundary (a sector) at 1.5x the rate it
+# stores it from a 16-byte one (benchmarks/results/2026-11-28-h200-row-groups): rows of 2-byte elements 16 apart
+# lie on sectors, 8 apart on 16-byte boundaries.
+_BYTES, _ALIGN, _GROUPS = 2, 16, (16, 8)
 
 
 def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
@@ -86,8 +87,10 @@ def build_gemm(
     and ``B`` in elements (0: packed rows)."""
     rows = size("M", M, dynamic_M)
     a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
-    if _row_groups(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab):
-        return _gemm_row_groups(M, N, K, dtype, block_M, block_N, block_K, threads, num_stages, lda, a_type, b_type)
+    group = _row_group(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab)
+    if group:
+        return _gemm_row_groups(M, N, K, dtype, block_M, block_N, block_K, threads, num_stages, lda, group, a_type,
+                                b_type)
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
 
@@ -103,36 +106,40 @@ def build_gemm(
     return priced(gemm, {"M": M} if dynamic_M else {})
 
 
-def _row_groups(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int) -> bool:
-    """Whether ``build_gemm`` stores ``C`` in tiles of rows 8 apart (:func:`_gemm_row_groups`): ``C``'s rows
-    start off 16-byte boundaries (no tensor map addresses them one by one), ``M`` is static and whole groups of 8,
-    ``B`` lies ``[N, K]`` (a tile's first column is a row of it, which TMA can start anywhere), and ``A``'s rows
-    lie on 16-byte boundaries in a whole number of K tiles (a last, partial tile of a row would read the next)."""
-    return (N * _BYTES % _ALIGN != 0 and trans_B and not dynamic_M and not swap_ab and M % _GROUP == 0
-            and (lda or K) * _BYTES % _ALIGN == 0 and K % block_K == 0)
+def _row_group(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int) -> int:
+    """How many rows apart ``build_gemm``'s tiles take their rows (:func:`_gemm_row_groups`; 0: consecutive rows):
+    16, else 8, where ``C``'s rows start off 16-byte boundaries (no tensor map addresses them one by one), ``M``
+    is static and whole groups of that many, ``B`` lies ``[N, K]`` (a tile's first column is a row of it, which
+    TMA can start anywhere), and ``A``'s rows lie on 16-byte boundaries in a whole number of K tiles (a last,
+    partial tile of a row would read the next)."""
+    if (N * _BYTES % _ALIGN == 0 or not trans_B or dynamic_M or swap_ab or (lda or K) * _BYTES % _ALIGN
+            or K % block_K):
+        return 0
+    return next((group for group in _GROUPS if M % group == 0), 0)
 
 
 def _gemm_row_groups(M: int, N: int, K: int, dtype: str, block_M: int, block_N: int, block_K: int, threads: int,
-                     num_stages: int, lda: int, a_type: Any, b_type: Any):
+                     num_stages: int, lda: int, group: int, a_type: Any, b_type: Any):
     """``C = A @ B^T`` for rows of ``C`` that start off 16-byte boundaries (an odd vocabulary: GPT-2's 50257).
-    Rows 8 apart lie ``16 N`` bytes apart, so ``A`` and ``C`` are read and written through views ``[M / 8, 8 K]``
-    and ``[M / 8, 8 N]`` whose row ``g`` holds rows ``8 g .. 8 g + 7`` side by side, and a block computes the
-    rows ``8 g + q`` of one residue ``q`` (consecutive rows of the views), its columns starting at that residue's
-    first 16-byte boundary plus whole tiles: its staged tile is one TMA store away, as a tile-multiple GEMM's is,
-    where TileLang would store every element from a thread. Each residue's columns before that boundary (block
-    column 0 computes them) and its last, partial tile are stored an element a thread."""
+    Rows ``group`` apart lie ``2 group N`` bytes apart, so ``A`` and ``C`` are read and written through views
+    ``[M / group, group K]`` and ``[M / group, group N]`` whose row ``g`` holds rows ``group g ..`` side by side,
+    and a block computes the rows ``group g + q`` of one residue ``q`` (consecutive rows of the views), its
+    columns starting at that residue's first boundary of ``2 group`` bytes plus whole tiles: its staged tile is
+    one TMA store away, as a tile-multiple GEMM's is, where TileLang would store every element from a thread.
+    Each residue's columns before that boundary (block column 0 computes them) and its last, partial tile are
+    stored an element a thread."""
     mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages)
-    groups, a_row = M // _GROUP, lda or K
+    groups, a_row = M // group, lda or K
 
     @T.prim_func
     def gemm(A: a_type, B: b_type, C: T.Tensor((M, N), dtype)):
-        A_g = T.decl_buffer((groups, _GROUP * a_row), dtype, data=A.data)
-        C_g = T.decl_buffer((groups, _GROUP * N), dtype, data=C.data)
-        with T.Kernel(T.ceildiv(N, block_N) + 1, T.ceildiv(groups, block_M) * _GROUP, threads=threads) as (bx, by):
+        A_g = T.decl_buffer((groups, group * a_row), dtype, data=A.data)
+        C_g = T.decl_buffer((groups, group * N), dtype, data=C.data)
+        with T.Kernel(T.ceildiv(N, block_N) + 1, T.ceildiv(groups, block_M) * group, threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
-            q, g0 = by % _GROUP, by // _GROUP * block_M
-            lead = (_GROUP - q * N % _GROUP) % _GROUP  # columns of row 8 g + q before a 16-byte boundary
+            q, g0 = by % group, by // group * block_M
+            lead = (group - q * N % group) % group  # columns of row group * g + q before its first boundary
             n0 = T.if_then_else(bx == 0, 0, lead + (bx - 1) * block_N)
             mainloop(A_g, B, C_l, g0, n0, q * a_row)
             T.copy(C_l, C_s)
