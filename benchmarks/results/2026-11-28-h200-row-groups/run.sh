@@ -6,9 +6,12 @@
 #     tma_residue.cu: a TMA box over a [R / 8, 8 N] view whose start lies 0, 2 or 8 bytes off a 16-byte boundary
 #     (probe.txt; each case its own process, an illegal instruction ends the context); tma_store_bench.cu: 128 x 256
 #     tiles stored from shared memory into 2048 x 50304 (aligned) or 2048 x 50257 (probe-store.txt).
-#   ragged-COMMIT: bash benchmarks/results/2026-11-28-h200-row-groups/run.sh ragged COMMIT, carrying .gpu-bundle and
-#     .probe (.probe/before holds templates/gemm.py and passes/extract.py of 6d16b71, the element stores): the
-#     ragged experiment's two odd-row pairs at COMMIT, then the same with 6d16b71's files copied over the tree.
+#     probe-store.txt's modes 6-8 (rows 8, 16 and 64 apart) came in a call of their own at 34a8db0 (probe-groups.txt).
+#   ragged-3e333f1: bash benchmarks/results/2026-11-28-h200-row-groups/run.sh ragged 3e333f1 before, carrying
+#     .gpu-bundle and .probe (.probe/before holds templates/gemm.py and passes/extract.py of 6d16b71, the element
+#     stores): the ragged experiment's two odd-row pairs at 3e333f1 (rows 8 apart), then with 6d16b71's files
+#     copied over the tree (before/).
+#   ragged-COMMIT: ... run.sh ragged COMMIT: the same pairs at COMMIT, twice (after/, again/).
 #   gpu-tests-COMMIT: ... run.sh tests COMMIT: the GEMM and linear/matmul GPU tests.
 set -u
 D=benchmarks/results/2026-11-28-h200-row-groups
@@ -16,16 +19,19 @@ case $1 in
   probe)
     for f in tma_residue tma_store_bench; do nvcc -gencode=arch=compute_90a,code=sm_90a -O2 -o /tmp/$f $D/$f.cu; done
     for c in 0 1 2 3 4 5 6; do /tmp/tma_residue $c; done 2>&1 | tee $OUT/probe.txt
-    for r in 1 2; do for m in 0 2 3 4 5; do /tmp/tma_store_bench $m; done; done 2>&1 | tee $OUT/probe-store.txt ;;
+    for r in 1 2; do for m in 0 2 3 4 5 6 7 8; do /tmp/tma_store_bench $m; done; done 2>&1 | tee $OUT/probe-store.txt ;;
   ragged)
     source benchmarks/gpu-env.sh && env_setup
     export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$2
     odd() { python -c "import sys; from benchmarks.experiments import ragged
 ragged.main(sys.argv[1], [], pairs=[p for p in ragged.PAIRS if 'C rows odd' in p[3]])" $1 2>&1 | grep -v INFO; }
-    mkdir -p $OUT/after $OUT/before
-    odd $OUT/after | tee $OUT/after/ragged.log
-    cp .probe/before/templates/gemm.py templates/gemm.py && cp .probe/before/passes/extract.py passes/extract.py
-    PT_TVM_GIT_COMMIT=6d16b71 odd $OUT/before | tee $OUT/before/ragged.log ;;
+    mkdir -p $OUT/after && odd $OUT/after | tee $OUT/after/ragged.log
+    if [ "${3:-}" = before ]; then
+      cp .probe/before/templates/gemm.py templates/gemm.py && cp .probe/before/passes/extract.py passes/extract.py
+      mkdir -p $OUT/before && PT_TVM_GIT_COMMIT=6d16b71 odd $OUT/before | tee $OUT/before/ragged.log
+    else
+      mkdir -p $OUT/again && odd $OUT/again | tee $OUT/again/ragged.log
+    fi ;;
   tests)
     source benchmarks/gpu-env.sh && env_setup
     export PT_TVM_GIT_COMMIT=$2
