@@ -112,7 +112,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
     body = [s for s in top_level(loop.body) if not isinstance(s, tirx.Bind)]
     pro, epi = stmts[:loops[0]], stmts[loops[0] + 1:]
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
-    block_vars = _launch_deps(grid, [s for s in top_level(block.body) if isinstance(s, tirx.Bind)])
+    block_vars = _Launch.of(grid, [s for s in top_level(block.body) if isinstance(s, tirx.Bind)])
 
     steps = _Steps(loop.loop_var, extent, grid)
 
@@ -263,17 +263,43 @@ def _unwrap(stmt: tirx.Stmt) -> tirx.Stmt:
     return stmt
 
 
-def _launch_deps(grid: dict, binds: Sequence[tirx.Bind]) -> dict[str, tuple[str, ...]]:
-    """The launch indices each name depends on: an index itself, and a value bound from them (``m0 = by * 128``,
-    a macro's argument), through the binds before it."""
-    deps = {name: (name,) for name in grid}
-    for b in binds:
-        names = {n.name for n in _vars(b.value)}
-        deps[b.var.name] = tuple(sorted({d for n in names if n in deps for d in deps[n]}))
-    return deps
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """The launch indices (``{name: (var, extent)}``) and the values bound from them (``m0 = by * 128``, a macro's
+    argument), to tell which indices move a tile."""
+
+    grid: dict
+    binds: dict
+
+    @classmethod
+    def of(cls, grid: dict, binds: Sequence[tirx.Bind]) -> "_Launch":
+        resolved: dict = {}
+        for b in binds:
+            resolved[b.var] = tirx.stmt_functor.substitute(b.value, resolved) if resolved else b.value
+        return cls(grid, resolved)
+
+    def moves(self, offset: Any, extent: int | None) -> set[str]:
+        """The launch indices that move a region's offset ``offset`` (of ``extent`` elements) by a whole extent
+        or more: a residue's start shifted by a few elements (a row group's first 16-byte boundary) reads the
+        same tile as its neighbours' and is no index of the tile's. An offset not evaluated at compile time, or
+        over an index of one value, moves with every index it reads."""
+        expr = tirx.stmt_functor.substitute(offset, self.binds) if self.binds else offset
+        names = {n.name for n in _vars(expr)}
+        analyzer = tvm.arith.Analyzer()
+        moved = set()
+        for name, (var, ext) in self.grid.items():
+            if var.name not in names:
+                continue
+            fixed = {n: tirx.IntImm(n.dtype, 0 if n.name not in self.grid else 1) for n in _vars(expr) if n is not var}
+            points = [analyzer.simplify(tirx.stmt_functor.substitute(expr, {**fixed, var: tirx.IntImm(var.dtype, i)}))
+                      for i in range(min(ext or 0, 64))]
+            if len(points) < 2 or not all(isinstance(p, tirx.IntImm) for p in points) or extent is None \
+                    or max(p.value for p in points) - min(p.value for p in points) >= extent:
+                moved.add(name)
+        return moved
 
 
-def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: dict[str, tuple[str, ...]]):
+def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: _Launch):
     """A tile-op operand -> (Access, access mask), or None for scalar arguments."""
     if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
         load, mask = arg.args[0], int(arg.args[1])
@@ -289,17 +315,14 @@ def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: dict[str, tupl
 
 
 def _access(buf: tirx.Buffer, mins: list, exts: tuple, buffers: dict[str, BufferInfo],
-            block_vars: dict[str, tuple[str, ...]]) -> Access:
-    used = set()
-    for m in mins:
-        tirx.stmt_functor.post_order_visit(
-            m, lambda n: used.update(block_vars[n.name]) if isinstance(n, tirx.Var) and n.name in block_vars else None)
+            block_vars: _Launch) -> Access:
+    used = set().union(*(block_vars.moves(m, e) for m, e in zip(mins, exts)))
     return Access(buffer=text(buf.name), scope=buffers[buf.name].scope if buf.name in buffers else _scope(buf),
                   offsets=tuple(text(m) for m in mins), extents=tuple(exts), block_vars=tuple(sorted(used)))
 
 
 def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-           vdev: hw.VDevice, block_vars: dict[str, tuple[str, ...]], fname: str, steps: _Steps | None) -> STask:
+           vdev: hw.VDevice, block_vars: _Launch, fname: str, steps: _Steps | None) -> STask:
     inner = _unwrap(stmt)
     if _is_tile_op(inner):
         return _tile_op(inner.value, sid, placement, index, buffers, vdev, block_vars, fname)
@@ -326,7 +349,7 @@ def _is_tile_op(stmt: tirx.Stmt) -> bool:
 
 
 def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-             vdev: hw.VDevice, block_vars: dict[str, tuple[str, ...]], fname: str) -> STask:
+             vdev: hw.VDevice, block_vars: _Launch, fname: str) -> STask:
     op = op_name(call)
     regions = [r for r in (_region(a, buffers, block_vars) for a in call.args) if r is not None]
     reads = [a for a, m in regions if m & 1]
@@ -424,7 +447,7 @@ def _branch(sides: list[STask], share: float | None) -> STask:
 
 
 def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-                 vdev: hw.VDevice, block_vars: dict[str, tuple[str, ...]], fname: str) -> STask:
+                 vdev: hw.VDevice, block_vars: _Launch, fname: str) -> STask:
     """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts."""
     extents, body = [], stmt
     while isinstance(body, tirx.For):

@@ -79,16 +79,17 @@ def _operand(shape: tuple, dtype: str, row_stride: int) -> Any:
 def build_gemm(
     M: int, N: int, K: int, dtype: str, trans_B: bool,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
-    dynamic_M: bool = False, lda: int = 0, ldb: int = 0,
+    dynamic_M: bool = False, lda: int = 0, ldb: int = 0, row_group: int = 0,
 ):
     """``C = A @ B`` (``A @ B^T`` with ``trans_B``) with fp32 accumulation; ``C`` is stored in the input
     dtype through shared memory (transposed back there when ``swap_ab`` computed the tile transposed).
     ``dynamic_M``: one kernel for every row count, priced at ``M``. ``lda``, ``ldb``: the row strides of ``A``
-    and ``B`` in elements (0: packed rows)."""
+    and ``B`` in elements (0: packed rows). ``row_group``: how many rows apart a tile takes its rows where
+    ``C``'s rows start off 16-byte boundaries (:func:`_row_group`; 0 chooses, 1 keeps consecutive rows)."""
     rows = size("M", M, dynamic_M)
     a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
-    group = _row_group(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab)
-    if group:
+    group = _row_group(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab, row_group)
+    if group > 1:
         return _gemm_row_groups(M, N, K, dtype, block_M, block_N, block_K, threads, num_stages, lda, group, a_type,
                                 b_type)
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
@@ -106,16 +107,18 @@ def build_gemm(
     return priced(gemm, {"M": M} if dynamic_M else {})
 
 
-def _row_group(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int) -> int:
-    """How many rows apart ``build_gemm``'s tiles take their rows (:func:`_gemm_row_groups`; 0: consecutive rows):
-    16, else 8, where ``C``'s rows start off 16-byte boundaries (no tensor map addresses them one by one), ``M``
-    is static and whole groups of that many, ``B`` lies ``[N, K]`` (a tile's first column is a row of it, which
-    TMA can start anywhere), and ``A``'s rows lie on 16-byte boundaries in a whole number of K tiles (a last,
-    partial tile of a row would read the next)."""
-    if (N * _BYTES % _ALIGN == 0 or not trans_B or dynamic_M or swap_ab or (lda or K) * _BYTES % _ALIGN
-            or K % block_K):
-        return 0
-    return next((group for group in _GROUPS if M % group == 0), 0)
+def _row_group(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int,
+               row_group: int = 0) -> int:
+    """How many rows apart ``build_gemm``'s tiles take their rows (:func:`_gemm_row_groups`; 1: consecutive rows):
+    ``row_group`` where pinned and it fits, else 16, else 8, where ``C``'s rows start off 16-byte boundaries (no
+    tensor map addresses them one by one), ``M`` is static and whole groups of that many, ``B`` lies ``[N, K]``
+    (a tile's first column is a row of it, which TMA can start anywhere), and ``A``'s rows lie on 16-byte
+    boundaries in a whole number of K tiles (a last, partial tile of a row would read the next)."""
+    if (row_group == 1 or N * _BYTES % _ALIGN == 0 or not trans_B or dynamic_M or swap_ab
+            or (lda or K) * _BYTES % _ALIGN or K % block_K):
+        return 1
+    fits = [group for group in _GROUPS if M % group == 0 and row_group in (0, group)]
+    return fits[0] if fits else 1
 
 
 def _gemm_row_groups(M: int, N: int, K: int, dtype: str, block_M: int, block_N: int, block_K: int, threads: int,
@@ -334,6 +337,16 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     elif tile["block_M"] % 64:
         raise TemplateError(f"gemm: parameter 'block_M'={tile['block_M']} must be a multiple of 64 (the tensor "
                             "core's M side) unless the tile is swapped (swap_ab)")
+    group = tile.get("row_group", 0)
+    if group not in (0, 1, *_GROUPS):
+        raise TemplateError(f"gemm: parameter 'row_group' must be 0 (chosen), 1 (consecutive rows) or one of "
+                            f"{_GROUPS}, got {group!r}")
+    if group in _GROUPS and _row_group(params["M"], params["N"], params["K"], bool(params.get("trans_B")),
+                                       bool(params.get("dynamic_M")), params.get("lda", 0), params["block_K"],
+                                       params.get("swap_ab", 0), group) != group:
+        raise TemplateError(f"gemm: 'row_group'={group} takes a tile's rows {group} apart, which needs C's rows off "
+                            f"16-byte boundaries, a static M that is a multiple of {group}, trans_B, no swap_ab, "
+                            f"and A's rows on 16-byte boundaries in whole K tiles (block_K dividing K)")
     if tile["block_M"] * tile["block_N"] > _MAX_TILE:
         raise TemplateError(f"gemm: parameters 'block_M' x 'block_N' = {tile['block_M']}x{tile['block_N']} hold more "
                             f"than {_MAX_TILE} fp32 accumulators (160 registers a thread over two warpgroups)")
@@ -472,8 +485,9 @@ GEMM = Template(
     builder=build_gemm,
     reference=_gemm_reference,
     problem={**_PROBLEM, **_DYNAMIC, **_STRIDES},
-    tile={**_TILE, "swap_ab": 0},
-    tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "swap_ab": (0, 1)},
+    tile={**_TILE, "swap_ab": 0, "row_group": 0},
+    # row_group: 0, the template's choice (a pin, 1, 8 or 16, for experiments)
+    tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "swap_ab": (0, 1), "row_group": (0,)},
     make_inputs=_make_gemm_inputs,
     flops=_gemm_flops,
     out_idx=(2,),

@@ -114,7 +114,7 @@ def test_gemm_swiglu_loop_reads_both_halves_of_the_weight() -> None:
     assert ops == ["tl.tileop.copy"] * 3 + ["tl.tileop.gemm"]
     src = [str(stmt.value.args[0].args[0].indices[0]) for stmt in loop.body.seq[1:3]]
     dst = [str(stmt.value.args[1].args[0].indices[0]) for stmt in loop.body.seq[1:3]]
-    assert src == ["bx * 64", "384 + bx * 64"] and dst == ["0", "64"], (src, dst)
+    assert src == ["n0", "384 + n0"] and dst == ["0", "64"], (src, dst)  # n0 = bx * 64, the macro's argument
 
 
 @pytest.mark.parametrize("causal, statements", [(False, 14), (True, 15)])

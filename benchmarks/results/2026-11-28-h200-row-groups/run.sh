@@ -13,6 +13,8 @@
 #     copied over the tree (before/).
 #   ragged-COMMIT: ... run.sh ragged COMMIT: the same pairs at COMMIT, twice (after/, again/).
 #   gpu-tests-COMMIT: ... run.sh tests COMMIT: the GEMM and linear/matmul GPU tests.
+#   row_groups-COMMIT: ... run.sh groups COMMIT: python -m benchmarks.experiments.row_groups $OUT (the twin, element
+#     stores, rows 8 and 16 apart, each shape at one pinned tile, timed in alternating rounds in one process).
 set -u
 D=benchmarks/results/2026-11-28-h200-row-groups
 case $1 in
@@ -32,6 +34,10 @@ ragged.main(sys.argv[1], [], pairs=[p for p in ragged.PAIRS if 'C rows odd' in p
     else
       mkdir -p $OUT/again && odd $OUT/again | tee $OUT/again/ragged.log
     fi ;;
+  groups)
+    source benchmarks/gpu-env.sh && env_setup
+    PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$2 python -m benchmarks.experiments.row_groups $OUT 2>&1 \
+      | grep -v INFO | tee $OUT/row_groups.log ;;
   tests)
     source benchmarks/gpu-env.sh && env_setup
     export PT_TVM_GIT_COMMIT=$2

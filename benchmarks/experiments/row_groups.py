@@ -1,0 +1,75 @@
+"""GPU experiment (issue 14 item 1): GEMMs whose output rows start off 16-byte boundaries, stored four ways.
+
+GPT-2's lm_head (2048 x 768 -> 50257) and a vocabulary of 32001 (8192 x 4096) give ``C`` rows that no tensor map
+addresses one by one. The gemm template takes a tile's rows 8 or 16 apart there (``row_group``; rows that far apart
+lie on 16- or 32-byte boundaries), so that its staged tile is one TMA store away; ``row_group=1`` keeps consecutive
+rows, which TileLang stores an element a thread. Each variant runs the search's plan at one pinned tile per shape
+(the tile-multiple twin's pick), timed in one process from CUDA graphs in alternating, settled rounds beside the
+twin (N = 50304, 32000), every output checked against float32 on fresh inputs. ``python -m
+benchmarks.experiments.row_groups $OUT`` writes ``row_groups.json`` and prints a table.
+"""
+import json
+import os
+import sys
+
+DTYPE = "float16"
+# (label, M, N, K, twin N, the pinned tile)
+SHAPES = (
+    ("GPT-2 lm_head", 2048, 50257, 768, 50304, {"block_M": 128, "block_N": 256, "block_K": 64, "threads": 128}),
+    ("vocab 32001", 8192, 32001, 4096, 32000, {"block_M": 256, "block_N": 160, "block_K": 64, "threads": 128}),
+)
+VARIANTS = {"element stores (rows 1 apart)": 1, "rows 8 apart": 8, "rows 16 apart": 16}
+
+
+def run(out_dir: str) -> None:
+    import torch
+
+    from benchmarks.suite import header
+    from pt_tvm import hw, templates
+    from pt_tvm.compiler import schedule_template
+    from pt_tvm.measure import GRAPH, REL_TOL, capture, rel_err, time_samplers
+
+    vdev = hw.from_device()
+    gemm = templates.get("gemm")
+    dtype = getattr(torch, DTYPE)
+
+    def randn(*shape, seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randn(shape, generator=g, device="cuda").to(dtype)
+
+    rows, samplers = [], {}
+    for label, M, N, K, twin, tile in SHAPES:
+        cases = {"twin (TMA store)": (twin, 0), **{name: (N, g) for name, g in VARIANTS.items()}}
+        for name, (n, group) in cases.items():
+            params = {"M": M, "N": n, "K": K, "dtype": DTYPE, "trans_B": True, **tile, "row_group": group}
+            result, problem, build = schedule_template("gemm", vdev, params=params)
+            kernel = gemm.compile(build(), vdev.tvm_target())
+            a, b = randn(M, K, seed=1), randn(n, K, seed=2)
+            err = rel_err(kernel(a, b).float(), a.float() @ b.float().T)
+            sets = [(randn(M, K, seed=2 * s + 3), randn(n, K, seed=2 * s + 4)) for s in range(2)]
+            rows.append({"shape": label, "system": name, "N": n, "M": M, "K": K, "row_group": group, "tile": tile,
+                         "plan": result.best.note, "predicted_ms": result.best.seconds * 1e3, "rel_err": err,
+                         "valid": err < REL_TOL[DTYPE]})
+            samplers[(label, name)] = capture(kernel, sets)
+    times = time_samplers(samplers, rounds=9, round_ms=150.0, settle_ms=300.0)
+    for row in rows:
+        t = times[(row["shape"], row["system"])]
+        row.update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80,
+                   tflops=2.0 * row["M"] * row["N"] * row["K"] / (t.ms * 1e-3) / 1e12)
+    for row in rows:
+        twin = next(r for r in rows if r["shape"] == row["shape"] and r["row_group"] == 0)
+        row["over_twin"] = row["tflops"] / twin["tflops"]
+    result = {"header": header("python -m benchmarks.experiments.row_groups $OUT", torch.cuda.get_device_name()),
+              "dtype": DTYPE, "timing": GRAPH, "bar": 0.95, "rows": rows}
+    with open(os.path.join(out_dir, "row_groups.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"{torch.cuda.get_device_name()}; {DTYPE}; timing {GRAPH}; TFLOP/s over the twin's (bar 0.95)")
+    for row in rows:
+        print(f"{row['shape']:14} {row['system']:30} N={row['N']:<6} {row['tflops']:5.0f} TFLOP/s  "
+              f"{row['over_twin']:.3f}  {row['ms'] * 1e3:7.1f} us ({row['p20_ms'] * 1e3:.1f}-{row['p80_ms'] * 1e3:.1f})"
+              f"  predicted {row['predicted_ms'] * 1e3:.1f}  rel_err {row['rel_err']:.1e}"
+              f"{'' if row['valid'] else ' WRONG'}")
+
+
+if __name__ == "__main__":
+    run(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
