@@ -280,9 +280,9 @@ class _Launch:
 
     def moves(self, offset: Any, extent: int | None) -> set[str]:
         """The launch indices that move a region's offset ``offset`` (of ``extent`` elements) by a whole extent
-        or more: a residue's start shifted by a few elements (a row group's first 16-byte boundary) reads the
-        same tile as its neighbours' and is no index of the tile's. An offset not evaluated at compile time, or
-        over an index of one value, moves with every index it reads."""
+        or more over their range: a residue's start shifted by a few elements (a row group's first 16-byte
+        boundary) reads the same tile as its neighbours' and is no index of the tile's. An offset not evaluated
+        at compile time, or over an index of one value, moves with every index it reads."""
         expr = tirx.stmt_functor.substitute(offset, self.binds) if self.binds else offset
         names = {n.name for n in _vars(expr)}
         analyzer = tvm.arith.Analyzer()
@@ -291,8 +291,9 @@ class _Launch:
             if var.name not in names:
                 continue
             fixed = {n: tirx.IntImm(n.dtype, 0 if n.name not in self.grid else 1) for n in _vars(expr) if n is not var}
+            at = sorted({round(j * ((ext or 1) - 1) / 63) for j in range(64)})  # across the index's whole range
             points = [analyzer.simplify(tirx.stmt_functor.substitute(expr, {**fixed, var: tirx.IntImm(var.dtype, i)}))
-                      for i in range(min(ext or 0, 64))]
+                      for i in at]
             if len(points) < 2 or not all(isinstance(p, tirx.IntImm) for p in points) or extent is None \
                     or max(p.value for p in points) - min(p.value for p in points) >= extent:
                 moved.add(name)
