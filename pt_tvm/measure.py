@@ -78,10 +78,13 @@ class Queued:
 @dataclass(frozen=True)
 class Graphed:
     """A CUDA graph of calls cycling through the input sets (:func:`capture`); a sample is one replay, its
-    per-call time the replay's time over the calls it holds."""
+    per-call time the replay's time over the calls it holds. It keeps the sets, whose memory the graph reads at
+    every replay: a graph whose caller dropped them read freed memory, an illegal address once the allocator
+    had handed it back (one H200, 2026-11-28: benchmarks/experiments/row_groups.py's first runs)."""
 
     graph: Any  # torch.cuda.CUDAGraph
     calls_per_sample: int
+    sets: Sequence[tuple] = ()
 
     def __call__(self, samples: int, offset: int = 0) -> list[float]:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -125,7 +128,7 @@ def capture(fn: Callable[..., Any], sets: Sequence[tuple], min_replay_ms: float 
             for inputs in sets:
                 fn(*inputs)
     torch.cuda.synchronize()
-    return Graphed(graph, repeats * len(sets))
+    return Graphed(graph, repeats * len(sets), sets)
 
 
 def _summary(times: list[float], calls: int) -> Timing:

@@ -6,7 +6,8 @@ lie on 16- or 32-byte boundaries), so that its staged tile is one TMA store away
 rows, which TileLang stores an element a thread. Each variant runs the search's plan at one pinned tile per shape
 (the tile-multiple twin's pick), timed in one process from CUDA graphs in alternating, settled rounds beside the
 twin (N = 50304, 32000), every output checked against float32 on fresh inputs. ``python -m
-benchmarks.experiments.row_groups $OUT`` writes ``row_groups.json`` and prints a table.
+benchmarks.experiments.row_groups $OUT [SHAPE]`` (the shapes whose label holds SHAPE: ``lm_head``, ``vocab``)
+writes ``row_groups.json`` (``row_groups-SHAPE.json``) and prints a table.
 """
 import json
 import os
@@ -21,7 +22,7 @@ SHAPES = (
 VARIANTS = {"element stores (rows 1 apart)": 1, "rows 8 apart": 8, "rows 16 apart": 16}
 
 
-def run(out_dir: str) -> None:
+def run(out_dir: str, only: str = "") -> None:
     import torch
 
     from benchmarks.suite import header
@@ -38,7 +39,7 @@ def run(out_dir: str) -> None:
         return torch.randn(shape, generator=g, device="cuda").to(dtype)
 
     rows, samplers = [], {}
-    for label, M, N, K, twin, tile in SHAPES:
+    for label, M, N, K, twin, tile in (s for s in SHAPES if only in s[0]):
         cases = {"twin (TMA store)": (twin, 0), **{name: (N, g) for name, g in VARIANTS.items()}}
         for name, (n, group) in cases.items():
             params = {"M": M, "N": n, "K": K, "dtype": DTYPE, "trans_B": True, **tile, "row_group": group}
@@ -61,7 +62,7 @@ def run(out_dir: str) -> None:
         row["over_twin"] = row["tflops"] / twin["tflops"]
     result = {"header": header("python -m benchmarks.experiments.row_groups $OUT", torch.cuda.get_device_name()),
               "dtype": DTYPE, "timing": GRAPH, "bar": 0.95, "rows": rows}
-    with open(os.path.join(out_dir, "row_groups.json"), "w") as f:
+    with open(os.path.join(out_dir, f"row_groups{'-' + only.split()[0] if only else ''}.json"), "w") as f:
         json.dump(result, f, indent=1)
     print(f"{torch.cuda.get_device_name()}; {DTYPE}; timing {GRAPH}; TFLOP/s over the twin's (bar 0.95)")
     for row in rows:
@@ -72,4 +73,4 @@ def run(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    run(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
+    run(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"], " ".join(sys.argv[2:]))
