@@ -45,7 +45,7 @@ def test_schedule_gemm_on_a100(tmp_path, capsys):
     # the files
     plan = ExecutionPlan.from_json((out_dir / "plan.json").read_text())
     assert plan.graph == "gemm" and plan.target == "a100" and plan.style == Style.SOFTWARE_PIPELINE
-    assert set(plan.tile) == {"block_M", "block_N", "block_K", "threads", "swap_ab"}
+    assert set(plan.tile) == {"block_M", "block_N", "block_K", "threads", "swap_ab", "row_group"}
     assert f"num_stages={plan.num_stages}" in out
     src = (out_dir / "kernel.cu").read_text()
     assert "gemm_kernel" in src and "tl::mma_sync<" in src

@@ -135,6 +135,44 @@ def test_rows_at_a_16_byte_stride_are_loaded_by_tma(trans_B):
     assert a_map and tuple(map(int, a_map.groups())) == (K, 1024, 1008 * 2)
 
 
+@pytest.mark.parametrize("M, group", [(2048, 16), (1000, 8), (777, 1)])
+def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, group):
+    """C [M, 50257] (GPT-2's lm_head): its rows start off 16-byte boundaries, so a tile takes rows 16 apart where M
+    allows (8 apart at M = 1000), read and written through [M / g, g K] and [M / g, g N] views of A and C that TMA
+    addresses: the host builds the views' tensor maps, the staged tile is one TMA store, and B's tile (whose first
+    row a residue shifts by less than 16) moves with bx alone. M = 777 is no whole number of groups: TileLang's
+    element stores."""
+    vdev = hw.get("h200")
+    N, K = 50257, 768
+    result, _, build = schedule_template("gemm", vdev, params={"M": M, "N": N, "K": K, "trans_B": True,
+                                                               "block_K": 64})
+    graph = result.best.graph
+    lowered = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs)
+    cuda, host = lowered.kernel_source, lowered.host_mod.script()
+    if group == 1:
+        assert "C_g" not in graph.buffers and "tma_store" not in cuda
+        return
+    assert graph.buffers["C_g"].shape == (M // group, group * N)
+    assert graph.buffers["A_g"].shape == (M // group, group * K)
+    a, b = (next(t for t in graph.loop_stasks if t.reads[0].buffer == name) for name in ("A_g", "B"))
+    assert a.reads[0].block_vars == ("by",) and b.reads[0].block_vars == ("bx",)
+    assert a.seu == b.seu == hw.SEUKind.TMA and "tma_store(C_g_desc" in cuda
+    (store,) = [t for t in graph.stasks if any(w.buffer == "C_g" for w in t.writes)]  # if whole: TMA, else elements
+    assert store.seu == hw.SEUKind.TMA and store.attrs["branch_share"] == "unknown"  # priced as the TMA store
+    c_map = re.search(r'__tvm_tensormap_create_tiled", C_g_desc, \d+, 2, \w+, (\d+), (\d+), 2, (\d+),', host)
+    assert c_map and tuple(map(int, c_map.groups())) == (group * N, M // group, group * N * 2)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"M": 1000, "row_group": 16}, "'row_group'=16 takes a tile's rows 16 apart, which needs .* a multiple of 16"),
+    ({"M": 2048, "N": 50304, "row_group": 8}, "'row_group'=8 .* needs C's rows off 16-byte boundaries"),
+    ({"M": 2048, "row_group": 4}, "'row_group' must be 0 \\(chosen\\), 1 \\(consecutive rows\\) or one of"),
+])
+def test_a_row_group_that_cannot_serve_is_refused(params, message):
+    with pytest.raises(TemplateError, match=message):
+        schedule_template("gemm", hw.get("h200"), params={"N": 50257, "K": 768, "trans_B": True, **params})
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("lda", 1000, "'lda' .* must be 0 or at least the row's 1001 elements, got 1000"),
     ("ldb", -8, "'ldb' .* must be 0 or at least the row's 512 elements, got -8"),

@@ -15,11 +15,12 @@
 #   gpu-tests-COMMIT: ... run.sh tests COMMIT: the GEMM and linear/matmul GPU tests.
 #   row_groups-COMMIT: ... run.sh groups COMMIT: python -m benchmarks.experiments.row_groups $OUT (the twin, element
 #     stores, rows 8 and 16 apart, each shape at one pinned tile, timed in alternating rounds in one process):
-#     at 7766294 it stopped in its timing with an illegal memory access (row_groups-7766294.log). Then, in two calls
-#     carrying .gpu-bundle and .probe (isolate.py, as committed here but in .probe/), each kernel alone in its own process, eight at once:
-#       source benchmarks/gpu-env.sh && env_setup; export PYTHONPATH=$PWD:$PYTHONPATH CUDA_LAUNCH_BLOCKING=1
-#       for i in 0 1; do for g in 0 1 8 16; do python benchmarks/results/2026-11-28-h200-row-groups/isolate.py $i $g [graph] & done; done; wait
-#     every kernel correct three times eagerly and, with "graph", replayed from a CUDA graph (output not kept).
+#     at 7766294 it stopped in its timing with an illegal memory access (row_groups-7766294.log): it captured each
+#     kernel's CUDA graph over input sets it then dropped, and the replays read freed memory (each kernel alone,
+#     isolate.py: correct, eagerly and from a graph; compute-sanitizer's memcheck on six row-group kernels: 0
+#     errors). pt_tvm.measure.Graphed now keeps its sets (17b649c). row_groups-17b649c: the same command at
+#     17b649c, both shapes in one process (its JSON header names 47ac658: PT_TVM_GIT_COMMIT was mistyped; the tree
+#     was 17b649c).
 set -u
 D=benchmarks/results/2026-11-28-h200-row-groups
 case $1 in
