@@ -159,8 +159,12 @@ def test_matmul(gen, shape, dtype):
 
 
 @pytest.mark.parametrize("shape, bias, dtype", [((2, 256, 512, 768), True, BF16), ((512, 1024, 256), False, F16),
-                                                ((3, 333, 512, 256), True, F16)], ids=["bias-bf16", "2d", "ragged"])
+                                                ((3, 333, 512, 256), True, F16),
+                                                ((4, 256, 768, 50257), False, F16), ((2, 300, 512, 1001), True, BF16)],
+                         ids=["bias-bf16", "2d", "ragged", "lm-head", "odd-rows"])
 def test_linear(gen, shape, bias, dtype):
+    """Among the shapes: GPT-2's lm_head (output rows off 16-byte boundaries, 1024 tokens: tiles of rows 16 apart)
+    and 600 tokens of 1001 outputs (rows 8 apart)."""
     *lead, k, n = shape
     x, w = randn(gen, *lead, k, dtype=dtype), randn(gen, n, k, dtype=dtype)
     b = randn(gen, n, dtype=dtype) if bias else None

@@ -32,11 +32,6 @@ def run(out_dir: str, only: str = "") -> None:
 
     vdev = hw.from_device()
     gemm = templates.get("gemm")
-    dtype = getattr(torch, DTYPE)
-
-    def randn(*shape, seed):
-        g = torch.Generator(device="cuda").manual_seed(seed)
-        return torch.randn(shape, generator=g, device="cuda").to(dtype)
 
     rows, samplers = [], {}
     for label, M, N, K, twin, tile in (s for s in SHAPES if only in s[0]):
@@ -45,9 +40,10 @@ def run(out_dir: str, only: str = "") -> None:
             params = {"M": M, "N": n, "K": K, "dtype": DTYPE, "trans_B": True, **tile, "row_group": group}
             result, problem, build = schedule_template("gemm", vdev, params=params)
             kernel = gemm.compile(build(), vdev.tvm_target())
-            a, b = randn(M, K, seed=1), randn(n, K, seed=2)
+            make = lambda seed: gemm.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
+            a, b = make(1)
             err = rel_err(kernel(a, b).float(), a.float() @ b.float().T)
-            sets = [(randn(M, K, seed=2 * s + 3), randn(n, K, seed=2 * s + 4)) for s in range(2)]
+            sets = [make(seed) for seed in (2, 3)]
             rows.append({"shape": label, "system": name, "N": n, "M": M, "K": K, "row_group": group, "tile": tile,
                          "plan": result.best.note, "predicted_ms": result.best.seconds * 1e3, "rel_err": err,
                          "valid": err < REL_TOL[DTYPE]})
