@@ -13,6 +13,9 @@
 #     copied over the tree (before/).
 #   ragged-COMMIT: ... run.sh ragged COMMIT: the same pairs at COMMIT, twice (after/, again/).
 #   gpu-tests-COMMIT: ... run.sh tests COMMIT: the GEMM and linear/matmul GPU tests.
+#   gpu-tests-ops-f77d763: source benchmarks/gpu-env.sh && env_setup; OUT=$OUT bash benchmarks/gpu-tests.sh 6 240
+#     tests/test_ops_gpu.py -k "linear or matmul" (linear at GPT-2's lm_head and at 1001 outputs through the op);
+#     then python -m benchmarks.experiments.row_groups $OUT lm_head again (0.797, 0.961, 0.997 of the twin).
 #   row_groups-COMMIT: ... run.sh groups COMMIT: python -m benchmarks.experiments.row_groups $OUT (the twin, element
 #     stores, rows 8 and 16 apart, each shape at one pinned tile, timed in alternating rounds in one process):
 #     at 7766294 it stopped in its timing with an illegal memory access (row_groups-7766294.log): it captured each
