@@ -367,6 +367,9 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         seu = _copy_seu(src, dst, vdev, buffers)
         if seu == SEUKind.CUDA_CORE:
             flops = float(elems)  # a register-to-register cast
+        out = buffers.get(dst.buffer)  # a store's narrower vectors; loads keep the 16-byte rate (not measured apart)
+        if seu == SEUKind.LSU and out is not None and out.scope == "global" and _row_vector(out) < 16:
+            attrs["vector_bytes"] = str(_row_vector(out))
         dtype = buffers[src.buffer].dtype
     elif op in _GEMM_OPS:
         kind = OpKind.GEMM
@@ -438,7 +441,8 @@ def _branch(sides: list[STask], share: float | None) -> STask:
         weights = [share, 1.0 - share][:len(sides)]
     kills = set.intersection(*(set(filter(None, t.attrs.get("full_writes", "").split(","))) for t in sides)) \
         if len(sides) == 2 else set()
-    union = lambda accs: tuple({a.buffer: a for t in sides for a in accs(t)}.values())  # noqa: E731
+    ordered = [costly, *(t for t in sides if t is not costly)]  # a buffer both sides touch: the priced side's
+    union = lambda accs: tuple({a.buffer: a for t in reversed(ordered) for a in accs(t)}.values())  # noqa: E731
     mean = lambda cost: sum(w * cost(t) for w, t in zip(weights, sides))  # noqa: E731
     return dataclasses.replace(
         costly, reads=union(lambda t: t.reads), writes=union(lambda t: t.writes),
@@ -538,6 +542,24 @@ def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice, buffers: dict[str, Buf
         if glob is None or _tma_strides(glob):
             return SEUKind.TMA
     return SEUKind.LSU
+
+
+def _row_vector(buffer: BufferInfo) -> int:
+    """The widest access (bytes, at most 16) that every row of ``buffer`` starts on: what TileLang 0.1.15
+    vectorizes a copy of its rows to (8-byte loads at an fp16 K of 1004, one element at 1001; stores an element a
+    thread at an output width of 50257, which cost GPT-2's lm_head 1.25x its twin's time on one H200 at one tile,
+    benchmarks/results/2026-11-28-h200-row-groups, and are priced so)."""
+    size = dtype_bytes(buffer.dtype)
+    if buffer.strides:
+        strides = [s for s in buffer.strides[:-1] if s is not None]
+    else:
+        strides, stride = [], 1
+        for extent in reversed(buffer.shape[1:]):
+            if extent is None:
+                break
+            stride *= extent
+            strides.append(stride)
+    return min([16, *((s * size) & -(s * size) for s in strides if s)])
 
 
 def _tma_strides(buffer: BufferInfo) -> bool:

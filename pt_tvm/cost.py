@@ -143,8 +143,10 @@ def _global_load(t: STask) -> bool:
 
 
 def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice) -> float:
-    """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory."""
-    rate = vdev.eu.seu(kind).throughput
+    """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory; an LSU
+    store into rows that start off 16-byte boundaries moves its narrower vectors (``vector_bytes``) at the rate
+    its 16-byte ones would (the same instructions a cycle)."""
+    rate = vdev.eu.seu(kind).throughput * int(t.attrs.get("vector_bytes", 16)) / 16
     return min(rate, vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)) if _global(t) else rate
 
 

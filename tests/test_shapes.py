@@ -163,6 +163,21 @@ def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, g
     assert c_map and tuple(map(int, c_map.groups())) == (group * N, M // group, group * N * 2)
 
 
+def test_the_model_prices_row_groups_like_the_twin_and_element_stores_as_measured():
+    """GPT-2's lm_head at one tile (128 x 256 x 64) on one H200 measured element stores 0.80 of its twin's TFLOP/s
+    and rows 16 apart 0.99 (benchmarks/results/2026-11-28-h200-row-groups, row_groups-17b649c): the model prices
+    the TMA store of a row group with its DRAM bytes, as the twin's, and an element store at the width it moves."""
+    tile = {"block_M": 128, "block_N": 256, "block_K": 64, "threads": 128}
+
+    def priced(n: int, group: int) -> float:
+        result, _, _ = schedule_template("gemm", hw.get("h200"), params={"M": 2048, "N": n, "K": 768, "trans_B": True,
+                                                                         **tile, "row_group": group})
+        return result.best.seconds
+
+    twin, grouped, elements = priced(50304, 0), priced(50257, 16), priced(50257, 1)
+    assert abs(grouped / twin - 1) < 0.02 and 1.15 < elements / twin < 1.35, (twin, grouped, elements)
+
+
 @pytest.mark.parametrize("params, message", [
     ({"M": 1000, "row_group": 16}, "'row_group'=16 takes a tile's rows 16 apart, which needs .* a multiple of 16"),
     ({"M": 2048, "N": 50304, "row_group": 8}, "'row_group'=8 .* needs C's rows off 16-byte boundaries"),
