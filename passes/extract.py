@@ -284,13 +284,14 @@ class _Launch:
         boundary) reads the same tile as its neighbours' and is no index of the tile's. An offset not evaluated
         at compile time, or over an index of one value, moves with every index it reads."""
         expr = tirx.stmt_functor.substitute(offset, self.binds) if self.binds else offset
-        names = {n.name for n in _vars(expr)}
+        free = _vars(expr)
+        names = {n.name for n in free}
         analyzer = tvm.arith.Analyzer()
         moved = set()
         for name, (var, ext) in self.grid.items():
             if var.name not in names:
                 continue
-            fixed = {n: tirx.IntImm(n.dtype, 0 if n.name not in self.grid else 1) for n in _vars(expr) if n is not var}
+            fixed = {n: tirx.IntImm(n.dtype, 0 if n.name not in self.grid else 1) for n in free if n is not var}
             at = sorted({round(j * ((ext or 1) - 1) / 63) for j in range(64)})  # across the index's whole range
             points = [analyzer.simplify(tirx.stmt_functor.substitute(expr, {**fixed, var: tirx.IntImm(var.dtype, i)}))
                       for i in at]
@@ -368,8 +369,9 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         if seu == SEUKind.CUDA_CORE:
             flops = float(elems)  # a register-to-register cast
         out = buffers.get(dst.buffer)  # a store's narrower vectors; loads keep the 16-byte rate (not measured apart)
-        if seu == SEUKind.LSU and out is not None and out.scope == "global" and _row_vector(out) < 16:
-            attrs["vector_bytes"] = str(_row_vector(out))
+        width = _row_vector(out) if seu == SEUKind.LSU and out is not None and out.scope == "global" else 16
+        if width < 16:
+            attrs["vector_bytes"] = str(width)
         dtype = buffers[src.buffer].dtype
     elif op in _GEMM_OPS:
         kind = OpKind.GEMM
@@ -567,17 +569,7 @@ def _tma_strides(buffer: BufferInfo) -> bool:
     TileLang 0.1.15 lowers a copy of a tensor whose rows are not to element-wise loads and stores (a fp16 GEMM at
     K = 1004 does, at 1000 and 1008 it takes TMA); the strides are the buffer's own where it declares them
     (``T.StridedTensor``), else those of packed rows; a stride of symbolic size is taken as aligned."""
-    size = dtype_bytes(buffer.dtype)
-    if buffer.strides:
-        return all(s is None or s * size % 16 == 0 for s in buffer.strides[:-1])
-    stride = size
-    for extent in reversed(buffer.shape[1:]):
-        if extent is None:
-            return True
-        stride *= extent
-        if stride % 16:
-            return False
-    return True
+    return _row_vector(buffer) == 16
 
 
 def _elem_bytes(a: Access, buffers: dict[str, BufferInfo]) -> int:
