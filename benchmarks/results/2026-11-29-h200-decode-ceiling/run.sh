@@ -1,0 +1,11 @@
+#!/bin/bash
+# Issue 16, batch 1, kv 16k: how fast ONE kernel can read that config's 64 MiB of K and V on this GPU (read_ceiling.cu,
+# raw CUDA, timed from CUDA graphs as pt_tvm.measure times a call), then where pt-tvm's call spends its time
+# (benchmarks/experiments/decode_launch.py). One H200 (nvidia-h200), from the project root, carrying .gpu-bundle:
+#   bash benchmarks/results/2026-11-29-h200-decode-ceiling/run.sh COMMIT
+set -u
+here=benchmarks/results/2026-11-29-h200-decode-ceiling
+source benchmarks/gpu-env.sh && env_setup
+export PYTHONPATH=$PWD:${PYTHONPATH:-} PT_TVM_GIT_COMMIT=$1
+nvcc -O3 -arch=sm_90a -o /tmp/read_ceiling $here/read_ceiling.cu && /tmp/read_ceiling | tee $OUT/read_ceiling.txt
+timeout 300 python -m benchmarks.experiments.decode_launch $OUT 2>&1 | grep -v INFO | tail -40 | tee $OUT/decode_launch.log
