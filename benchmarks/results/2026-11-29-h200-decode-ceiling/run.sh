@@ -9,3 +9,6 @@ source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:${PYTHONPATH:-} PT_TVM_GIT_COMMIT=$1
 nvcc -O3 -arch=sm_90a -o /tmp/read_ceiling $here/read_ceiling.cu && /tmp/read_ceiling | tee $OUT/read_ceiling.txt
 timeout 300 python -m benchmarks.experiments.decode_launch $OUT 2>&1 | grep -v INFO | tail -40 | tee $OUT/decode_launch.log
+# then, in a second call (cluster_read.cu: the splits combined inside the kernel through a cluster's shared memory):
+#   source benchmarks/gpu-env.sh && env_setup && nvcc -O3 -arch=sm_90a -o /tmp/cluster_read $here/cluster_read.cu \
+#     && /tmp/cluster_read | tee $OUT/cluster_read.txt
