@@ -12,3 +12,6 @@ timeout 300 python -m benchmarks.experiments.decode_launch $OUT 2>&1 | grep -v I
 # then, in a second call (cluster_read.cu: the splits combined inside the kernel through a cluster's shared memory):
 #   source benchmarks/gpu-env.sh && env_setup && nvcc -O3 -arch=sm_90a -o /tmp/cluster_read $here/cluster_read.cu \
 #     && /tmp/cluster_read | tee $OUT/cluster_read.txt
+# read_ceiling.txt's own "peak" line times a 2 GiB copy as a graph's memcpy node (the copy engines: 2.77 TB/s);
+# the bar's peak is torch's copy_ (an SM kernel), 4.26 TB/s in decode_launch.log of the same call: docs/NOTES-parity.md
+# "Batch 1, kv 16k: how fast one kernel can read the 64 MiB" reads every figure against that.
