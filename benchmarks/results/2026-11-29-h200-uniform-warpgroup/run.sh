@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 15 item 3: FlashAttention's wgmma descriptors from a warp-uniform warpgroup index
-# (benchmarks/experiments/uniform_warpgroup.py), on ONE H200 (nvidia-h200), one call carrying .gpu-bundle, from the
+# (ecf8f7b's benchmarks/experiments/uniform_warpgroup.py, since cuda_variants.py's "uniform warpgroup"), on ONE H200 (nvidia-h200), one call carrying .gpu-bundle, from the
 # project root:
 #   bash benchmarks/results/2026-11-29-h200-uniform-warpgroup/run.sh COMMIT
 set -u

@@ -1,0 +1,123 @@
+"""GPU experiment (issue 15 item 3): FlashAttention's kernel as TileLang emits it against variants of its CUDA,
+where Nsight Compute on one H200 found it to differ from flash-attn-4's
+(``benchmarks/results/2026-11-29-h200-attention-profile``).
+
+**uniform warpgroup.** Nsight Compute counted 13% more instructions in pt-tvm's head-dim-128 kernel than in
+flash-attn-4's, 9.4 million of them ``R2UR`` (none in flash-attn-4's): TileLang offsets each ``Q K^T`` wgmma's
+descriptor of ``Q`` by the consumer warpgroup's rows through ``threadIdx.x >> 7``, which ptxas cannot prove uniform
+across a warp, so the descriptor is built in ordinary registers and moved into uniform ones before every wgmma.
+CUTLASS takes the warpgroup index through ``__shfl_sync`` from lane 0 (``canonical_warp_group_idx``), which ptxas
+knows to be uniform; so does this variant (the same value, so the same results). On one H200 at ecf8f7b
+(``benchmarks/results/2026-11-29-h200-uniform-warpgroup``) it changed the time by -0.7% to +0.3%: within the noise.
+
+**wait after softmax.** In the head-dim-128 loop step a warpgroup issues block j's ``Q K^T``, then block j-1's
+``P V``, waits for the first (``wait_wgmma<1>``) and runs block j's softmax before waiting for the second, so that
+the softmax runs under ``P V`` (FlashAttention 3's intra-warpgroup overlap). ptxas moves that second wait
+(``WARPGROUP.DEPBAR.LE gsb0, 0x0``) up into the row max, before every exponential: 6.5% of the kernel's warp
+stall samples sit on it, against 0.1% in flash-attn-4's, whose wait ptxas leaves under its exponentials. This
+variant wraps the softmax between the two waits in a loop that runs once (its bound, ``blockDim.x >= 32``, is 1
+for every block of these kernels and unknown to ptxas), which ptxas cannot move the wait into.
+
+The search's pick of each config is compiled once per variant (a CUDA post-processing hook), each checked against
+the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
+
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.cuda_variants $OUT [VARIANT ...]``
+(all variants by default).
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+from tilelang import env as tl_env
+from tilelang.engine import register_cuda_postproc
+
+from benchmarks.experiments.attention_tiles import _cfg
+from benchmarks.suite import header
+from benchmarks.systems import build_system
+from pt_tvm import hw, templates
+from pt_tvm.compiler import planned_func, schedule_template
+from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved
+
+CONFIGS = [_cfg(128, 4096, False), _cfg(128, 4096, True), _cfg(64, 4096, True)]
+WARPGROUP = "((int)threadIdx.x) >> 7"
+UNIFORM = "pt_warpgroup"
+
+
+def uniform_warpgroup(code: str, target) -> str:
+    """``code`` with the warpgroup index of its wgmma descriptors taken once, at entry, through ``__shfl_sync``."""
+    lines = [line.replace(WARPGROUP, UNIFORM) if "wgmma" in line and WARPGROUP in line else line
+             for line in code.split("\n")]
+    if not any(UNIFORM in line for line in lines):
+        return code
+    code = "\n".join(lines)
+    entry = code.index("{", code.index("__launch_bounds__")) + 1
+    return (code[:entry] + f"\n  const int {UNIFORM} = __shfl_sync(0xffffffffu, {WARPGROUP}, 0);" + code[entry:])
+
+
+def wait_after_softmax(code: str, target) -> str:
+    """``code`` with the statements between each ``wait_wgmma<1>`` (and the stage release after it) and the next
+    ``wait_wgmma<0>`` in a loop that runs once, where their braces balance."""
+    out, at = [], 0
+    while (first := code.find(_WAIT_ONE, at)) >= 0 and (last := code.find(_WAIT_ALL, first)) >= 0:
+        start = code.index("\n", first) + 1
+        if ".arrive();" in code[start:code.index("\n", start)]:
+            start = code.index("\n", start) + 1
+        stop = code.rindex("\n", 0, last) + 1
+        body = code[start:stop]
+        out.append(code[at:start])
+        if body.count("{") == body.count("}") and body.strip():
+            body = f"for (int pt_once = 0; pt_once < {_ONCE}; ++pt_once) {{\n{body}}}\n"
+        out.append(body)
+        at = stop
+    return "".join(out) + code[at:]
+
+
+_WAIT_ONE, _WAIT_ALL = "tl::wait_wgmma<1>();", "tl::wait_wgmma<0>();"
+_ONCE = "(int)(blockDim.x >= 32u)"  # 1 for every block of these kernels (128 threads or more); ptxas cannot fold it
+VARIANTS = {"uniform warpgroup": uniform_warpgroup, "wait after softmax": wait_after_softmax}
+
+
+def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
+    t0 = time.time()
+    vdev = hw.from_device()
+    tmpl = templates.get("flash_attention")
+    tl_env.disable_cache()  # the two compiles of one PrimFunc must not share a cache entry
+    rows = []
+    for cfg in CONFIGS:
+        result, problem, _ = schedule_template("flash_attention", vdev, params=cfg)
+        func = planned_func("flash_attention", problem, result.best, vdev)
+        kernels = {}
+        for name, post in (("as emitted", lambda code, target: code), *((n, VARIANTS[n]) for n in names)):
+            register_cuda_postproc(post, override=True)
+            kernels[name] = tmpl.compile(func, vdev.tvm_target())
+        register_cuda_postproc(lambda code, target: code, override=True)
+        shape = {k: v for k, v in problem.items() if k not in tmpl.tile}
+        make = lambda seed: tmpl.make_inputs(shape, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
+        check = make(1_000)
+        refs = as_outputs(tmpl.reference(*check, **shape))
+        cudnn, _ = build_system("cudnn-sdpa", tmpl, shape, vdev)
+        fns, info = {"cudnn-sdpa": cudnn, **kernels}, {}
+        for name, fn in fns.items():
+            (chk,) = check_call(fn, check, refs)
+            info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
+            assert chk.rel_err < REL_TOL[shape["dtype"]] and chk.prefill == "nan", (name, chk)
+        for name in names:
+            info[name]["rewritten"] = kernels[name].get_kernel_source() != kernels["as emitted"].get_kernel_source()
+        del refs, check
+        sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
+        for name, t in time_interleaved(fns, sets, rounds=7, round_ms=150.0).items():
+            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(shape) / t.ms / 1e9)
+        rows.append({"config": shape, "plan": result.best.note, "systems": info})
+        base = info["as emitted"]["ms"]
+        print(f"D{shape['dim']} S{shape['seq_len']} {'causal' if shape['causal'] else 'full'}: "
+              + "  ".join(f"{n} {v['tflops']:.0f} TFLOP/s ({base / v['ms']:.3f}x)" for n, v in info.items())
+              + f"  [{time.time() - t0:.0f} s]", flush=True)
+        with open(os.path.join(out_dir, "cuda_variants.json"), "w") as f:
+            json.dump({"header": header("python -m benchmarks.experiments.cuda_variants $OUT " + " ".join(names),
+                                        torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], tuple(sys.argv[2:]) or tuple(VARIANTS))
