@@ -6,24 +6,24 @@ import gzip
 import sys
 
 CONFIGS = ["D128 S4096 full", "D64 S4096 causal", "D256 S4096 causal"]  # attention_profile.CONFIGS' order
-METRICS = [  # (label, metric, scale)
-    ("duration us", "gpu__time_duration.sum", 1e-3),
-    ("SM clock GHz", "smsp__cycles_elapsed.avg.per_second", 1e-9),
-    ("SM cycles elapsed (M)", "sm__cycles_elapsed.avg", 1e-6),
-    ("tensor pipe active %", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1),
-    ("issue active %", "sm__inst_issued.avg.pct_of_peak_sustained_active", 1),
-    ("warp instructions (M)", "smsp__inst_executed.sum", 1e-6),
-    ("ALU pipe %", "sm__inst_executed_pipe_alu.sum.pct_of_peak_sustained_active", 1),
-    ("FMA pipe %", "sm__inst_executed_pipe_fma.sum.pct_of_peak_sustained_active", 1),
-    ("XU (MUFU) pipe %", "sm__inst_executed_pipe_xu.sum.pct_of_peak_sustained_active", 1),
-    ("uniform pipe %", "sm__inst_executed_pipe_uniform.sum.pct_of_peak_sustained_active", 1),
-    ("LSU pipe %", "sm__inst_executed_pipe_lsu.sum.pct_of_peak_sustained_active", 1),
-    ("shared wavefronts (M)", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 1e-6),
-    ("shared bank conflicts (M)", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", 1e-6),
-    ("registers / thread", "launch__registers_per_thread", 1),
-    ("shared KB / block", "launch__shared_mem_per_block_dynamic", 1 / 1024),
-    ("DRAM read MB", "dram__bytes_read.sum", 1e-6),
-    ("warps active % (occupancy)", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
+METRICS = [  # (label, metric): each shown in the unit ncu reports it in
+    ("duration", "gpu__time_duration.sum"),
+    ("SM clock", "smsp__cycles_elapsed.avg.per_second"),
+    ("SM cycles elapsed", "sm__cycles_elapsed.avg"),
+    ("tensor pipe active", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("issue active", "sm__inst_issued.avg.pct_of_peak_sustained_active"),
+    ("warp instructions", "smsp__inst_executed.sum"),
+    ("ALU pipe", "sm__inst_executed_pipe_alu.sum.pct_of_peak_sustained_active"),
+    ("FMA pipe", "sm__inst_executed_pipe_fma.sum.pct_of_peak_sustained_active"),
+    ("XU (MUFU) pipe", "sm__inst_executed_pipe_xu.sum.pct_of_peak_sustained_active"),
+    ("uniform pipe", "sm__inst_executed_pipe_uniform.sum.pct_of_peak_sustained_active"),
+    ("LSU pipe", "sm__inst_executed_pipe_lsu.sum.pct_of_peak_sustained_active"),
+    ("shared wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
+    ("shared bank conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
+    ("registers a thread", "launch__registers_per_thread"),
+    ("dynamic shared memory a block", "launch__shared_mem_per_block_dynamic"),
+    ("DRAM read", "dram__bytes_read.sum"),
+    ("warps active (occupancy)", "sm__warps_active.avg.pct_of_peak_sustained_active"),
 ]
 STALL = "smsp__pcsamp_warps_issue_stalled_"
 
@@ -41,12 +41,12 @@ def main(path: str) -> None:
     col = {name: i for i, name in enumerate(head)}
     for c, config in enumerate(CONFIGS):
         pair = data[2 * c: 2 * c + 2]  # pt-tvm, then flash-attn-4 (attention_profile calls them in this order)
-        print(f"\n## {config}\n\n| metric | pt-tvm | flash-attn-4 | ratio |\n|---|---|---|---|")
-        for label, metric, scale in METRICS:
+        print(f"\n## {config}\n\n| metric | unit | pt-tvm | flash-attn-4 | ratio |\n|---|---|---|---|---|")
+        for label, metric in METRICS:
             if metric not in col:
                 continue
-            a, b = (number(r[col[metric]]) * scale for r in pair)
-            print(f"| {label} | {a:,.3g} | {b:,.3g} | {a / b if b else float('nan'):.3f} |")
+            a, b = (number(r[col[metric]]) for r in pair)
+            print(f"| {label} | {units[col[metric]]} | {a:,.4g} | {b:,.4g} | {a / b if b else float('nan'):.3f} |")
         stalls = [n for n in head if n.startswith(STALL) and not n.endswith("_not_issued")]
         totals = [sum(number(r[col[n]]) for n in stalls) for r in pair]
         shares = sorted(((number(pair[0][col[n]]) / totals[0], number(pair[1][col[n]]) / totals[1],
