@@ -18,3 +18,11 @@ ncu -i $OUT/attention.ncu-rep --page details --print-details all > $OUT/details.
 ncu -i $OUT/attention.ncu-rep --page raw --csv > $OUT/raw.csv 2>&1 && gzip $OUT/raw.csv
 grep -E "^  [a-zA-Z_]|Duration|Compute \(SM\) Throughput|Issue Slots Busy|Registers Per|No Eligible" $OUT/details.txt \
   | head -60
+# A second call (any GPU machine with ncu; the report carried as .probe/attention.ncu-rep, ignored by git) wrote the
+# per-opcode counts and the SASS with its stall samples:
+#   ncu -i .probe/attention.ncu-rep --page raw --csv --print-metric-instances details \
+#     --metrics sass__inst_executed_per_opcode,sass__inst_executed_per_opcode_with_modifier_all > $OUT/opcodes.csv
+#   ncu -i .probe/attention.ncu-rep --page source --csv --print-source sass > $OUT/sass.csv
+# Kept here: raw.csv.gz (every metric), opcodes.csv, compare.txt (compare.py), hot-loops.txt.gz (the SASS lines each
+# kernel executed at least 200,000 times, with their stall samples, cut from sass.csv; the full listing and the
+# details page are left out for the size of what travels to the GPU machine).
