@@ -9,7 +9,7 @@
 # with the TMA at 128 B/clk and no request cost); pt-tvm's picks 0.70-0.95x cuBLAS at 512-777 tokens and
 # 0.84-0.95x at 2048-4096 (the layers' own profiles, with the layers' data, show the 2048-4096 GEMMs within 3% of
 # cuBLAS: ../2026-11-26-h200-layers).
-# layer_gemms-256x192.json.gz/.log: the same call on the tree of 26faefb before two of its changes (the template's limit
+# layer_gemms-256x192.json.gz and its .log: the same call on the tree of 26faefb before two of its changes (the template's limit
 # of 128x256 accumulators, the cuBLAS peer's F.linear), with SwiGLU's first kernel (two accumulators): the model's pick was a 256x192 tile on 9 of 20 configs, measured 1.2-1.4x slower than
 # predicted and than 128x256; its cuBLAS column failed (the peer multiplied B untransposed; F.linear since).
 source benchmarks/gpu-env.sh && env_setup && nvidia-smi -L
