@@ -1,0 +1,10 @@
+#!/bin/bash
+# Issue 16: batch 1, kv 16k, paged decoding's split kernel 2, 3 and 4 stages deep (benchmarks/experiments/
+# decode_stages.py), on ONE H200 (nvidia-h200), one call carrying .gpu-bundle, from the project root:
+#   bash benchmarks/results/2026-11-29-h200-decode-stages/run.sh COMMIT
+set -u
+source benchmarks/gpu-env.sh && env_setup
+export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$1
+timeout 200 python -m benchmarks.experiments.decode_stages $OUT 2>&1 | grep -v "INFO\|UserWarning\|_warn_once" \
+  > $OUT/decode_stages.log
+echo "rc=$? (at $1)"; tail -9 $OUT/decode_stages.log | cut -c1-230
