@@ -22,6 +22,7 @@ from pt_tvm.compiler import schedule_template
 from pt_tvm.measure import REL_TOL, capture, input_sets, rel_err, time_samplers
 from pt_tvm.plan import Style
 from pt_tvm.templates.decode_attention import kv_bytes
+from pt_tvm.tune import compile_jobs, warm
 
 DEPTHS = (2, 3, 4)
 
@@ -30,13 +31,12 @@ def main(out_dir: str) -> None:
     vdev = hw.from_device()
     template = templates.get("decode_attention")
     result, problem, build = schedule_template("decode_attention", vdev, params={**PAGED, **TILE})
-    kernels, predicted = {}, {}
-    for depth in DEPTHS:
-        cand = next((c for c in result.ranked
-                     if c.plan.style == Style.SOFTWARE_PIPELINE and c.plan.num_stages == depth), None)
-        if cand is not None:
-            kernels[depth] = template.compile(build(cand), vdev.tvm_target())
-            predicted[depth] = cand.seconds * 1e6
+    picks = {d: next((c for c in result.ranked
+                      if c.plan.style == Style.SOFTWARE_PIPELINE and c.plan.num_stages == d), None) for d in DEPTHS}
+    picks = {d: c for d, c in picks.items() if c is not None}
+    warm(compile_jobs("decode_attention", problem, vdev, picks.values()), max(1, (os.cpu_count() or 2) - 1))
+    kernels = {d: template.compile(build(c), vdev.tvm_target()) for d, c in picks.items()}  # from the warm cache
+    predicted = {d: c.seconds * 1e6 for d, c in picks.items()}
     kv = kv_bytes(problem)
     make = lambda seed: template.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(seed))  # noqa: E731
     check = make(99)

@@ -4,7 +4,7 @@
 #   bash benchmarks/results/2026-11-29-h200-decode-stages/run.sh COMMIT
 # Not measured yet: the first call (c19a8cd, 2026-11-29) ran out of the session's device time at its 200 s limit
 # while compiling (decode_stages-c19a8cd-cut.log): the search and three split kernels with their combine kernels,
-# compiled one after another, need more (about 300 s on the H200's 16 cores, estimated).
+# compiled one after another, needed more; they now compile side by side in worker processes first (pt_tvm.tune.warm).
 set -u
 source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$1
