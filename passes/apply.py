@@ -34,7 +34,8 @@ from pt_tvm.verify import verify
 from .extract import graph_for
 from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, text, top_level
 
-__all__ = ["ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted", "ScheduleMismatch"]
+__all__ = ["ApplyPipelineSchedule", "apply_plan", "is_planned", "pass_configs", "check_emitted", "ScheduleMismatch",
+           "PLAN_ATTR"]
 
 _WS_SCHEDULE = "tl.ws_schedule"
 _WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
@@ -42,6 +43,7 @@ _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
 _CONFIGS = "pt_tvm.pass_configs"  # PrimFunc attribute: TileLang pass configs the plan needs (JSON)
 _STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted needs of a software pipeline (JSON)
 _BARRIERS = "pt_tvm.named_barriers"  # PrimFunc attribute: the named-barrier ids the plan's handoffs take (JSON)
+PLAN_ATTR = "pt_tvm.plan"  # PrimFunc attribute: the plan written into it (JSON)
 _GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
 _POLICY = 5  # a gemm tile op's scalars after its regions: trans_A, trans_B, M, N, K, policy, ...
 _IMPORT_SOURCE = "pragma_import_c"  # root-block annotation: CUDA source put before the kernel (T.import_source)
@@ -52,11 +54,19 @@ class ScheduleMismatch(PtTvmError, ValueError):
     """The plan was made for a different kernel than the one it is applied to."""
 
 
+def is_planned(func: tirx.PrimFunc) -> bool:
+    """Whether ``func`` already carries a plan pt-tvm wrote into it (:data:`PLAN_ATTR`)."""
+    return func.attrs is not None and PLAN_ATTR in func.attrs
+
+
 def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
                graph: STaskGraph | None = None) -> tirx.PrimFunc:
     """``func`` with ``plan`` written into it for ``target`` (a chip, name, TVM target or target dict;
     default: the current ``with Target``). The plan is verified against ``func``'s graph first."""
     vdev = hw.for_target(target if target is not None else tvm.target.Target.current(allow_none=False))
+    if is_planned(func):
+        raise ScheduleMismatch(f"PrimFunc {func.attrs.get('global_symbol', '')!s} already carries a plan; "
+                               f"write a plan into the function as built, not into a planned one")
     graph = graph or graph_for(func, vdev)
     planned = {a.stask for a in plan.appends}
     actual = {t.id for t in graph.stasks}
@@ -82,7 +92,9 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
     if stages:
         func = func.with_attr(_STAGES, json.dumps(stages, sort_keys=True))
     barriers = sorted(i for ids in handoff_barriers(plan, vdev).values() for i in ids)
-    return func.with_attr(_BARRIERS, json.dumps(barriers)) if barriers else func
+    if barriers:
+        func = func.with_attr(_BARRIERS, json.dumps(barriers))
+    return func.with_attr(PLAN_ATTR, plan.to_json())
 
 
 def check_emitted(func: tirx.PrimFunc, source: str) -> None:

@@ -13,7 +13,7 @@ from pt_tvm.cost import load_calibration
 from pt_tvm.errors import FallbackWarning
 from pt_tvm.search import SearchSpace, schedule_graph
 
-from .apply import apply_plan
+from .apply import apply_plan, is_planned
 from .extract import graph_for
 from .ir import ExtractionError
 
@@ -27,9 +27,10 @@ def PipeThreader(target: Any = None, *, space: SearchSpace = SearchSpace(), seed
 
     A function pt-tvm cannot schedule (no pipelined loop, a tile op it does not model) is left
     unchanged with a :class:`~pt_tvm.errors.FallbackWarning` naming it, as is every function for a
-    target pt-tvm has no model of. Lower or compile the result with :func:`pt_tvm.passes.pass_configs`
-    of each function: some plans need TileLang pass configs (a software-pipelined Hopper plan turns
-    warp specialization off).
+    target pt-tvm has no model of; a function that already carries a plan is left as it is (the pass
+    runs once per function, however often a pipeline applies it). Lower or compile the result with
+    :func:`pt_tvm.passes.pass_configs` of each function: some plans need TileLang pass configs (a
+    software-pipelined Hopper plan turns warp specialization off).
 
     Parameters
     ----------
@@ -45,6 +46,8 @@ def PipeThreader(target: Any = None, *, space: SearchSpace = SearchSpace(), seed
     """
 
     def transform(func: tirx.PrimFunc, mod: Any, ctx: Any) -> tirx.PrimFunc:
+        if is_planned(func):
+            return func
         tgt = target if target is not None else tvm.target.Target.current(allow_none=True)
         if tgt is None:
             raise hw.HardwareError("PipeThreader needs a target: pass target=... or run inside `with Target(...)`")

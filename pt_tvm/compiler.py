@@ -23,7 +23,7 @@ from .cache import PlanCache
 from .cost import Calibration, load_calibration
 from .errors import FallbackWarning, PtTvmError
 from .graph import STaskGraph
-from .passes import apply_plan, check_emitted, extract_stask_graph, graph_for
+from .passes import apply_plan, check_emitted, extract_stask_graph, graph_for, is_planned
 from .passes import pass_configs as planned_configs
 from .plan import ExecutionPlan
 from .search import Candidate, SearchResult, SearchSpace, schedule_graph, search_tiles
@@ -117,7 +117,9 @@ def planned_func(name: str, problem: Mapping[str, Any], candidate: Candidate, ta
 
 
 def _planned(func: Any, vdev: hw.VDevice, plan: ExecutionPlan | None, **search_kw: Any) -> Any:
-    """``func`` with ``plan`` (searched when None) applied."""
+    """``func`` with ``plan`` (searched when None, unless ``func`` already carries one) applied."""
+    if plan is None and is_planned(func):
+        return func
     if plan is None:
         best = schedule(func, vdev, **search_kw).best
         return apply_plan(func, best.plan, vdev, best.graph)

@@ -315,6 +315,34 @@ def test_pipethreader_in_a_sequential():
     assert "wgmma" in src and "tma_load" in src and "warpgroup_reg_alloc<" in src
 
 
+def test_a_planned_function_keeps_its_plan(monkeypatch):
+    """A PrimFunc that carries a plan is not planned again: PipeThreader leaves it as it is (a pipeline may run
+    the pass twice), ``lower`` lowers the plan it carries without a search, and writing another plan into it is
+    refused by name."""
+    from pt_tvm.compiler import lower_planned
+    from pt_tvm.passes import PLAN_ATTR, ScheduleMismatch, is_planned
+    from pt_tvm.plan import ExecutionPlan
+
+    func = _func("gemm", **SMALL_GEMM)
+    with tvm.transform.PassContext():
+        once = tvm.transform.Sequential([PipeThreader("h100", space=SPACE)])(tvm.IRModule({"main": func}))
+        twice = tvm.transform.Sequential([PipeThreader("h100", space=SPACE)])(once)
+    planned = once["main"]
+    assert is_planned(planned) and not is_planned(func)
+    plan = ExecutionPlan.from_json(str(planned.attrs[PLAN_ATTR]))
+    assert plan.style.name == "WARP_SPECIALIZED"
+    tvm.ir.assert_structural_equal(twice["main"], planned)
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("a planned function was searched again")
+
+    monkeypatch.setattr(pt_tvm.compiler, "schedule", no_search)
+    target = hw.get("h100").tvm_target()
+    assert lower(planned, "h100").kernel_source == lower_planned(planned, target).kernel_source
+    with pytest.raises(ScheduleMismatch, match="already carries a plan"):
+        apply_plan(planned, plan, "h100")
+
+
 def test_pipethreader_takes_the_target_from_the_context():
     func = _func("gemm", **SMALL_GEMM)
     with hw.get("a100").tvm_target(), tvm.transform.PassContext():
