@@ -62,10 +62,13 @@ def is_planned(func: tirx.PrimFunc) -> bool:
 def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
                graph: STaskGraph | None = None) -> tirx.PrimFunc:
     """``func`` with ``plan`` written into it for ``target`` (a chip, name, TVM target or target dict;
-    default: the current ``with Target``). The plan is verified against ``func``'s graph first."""
+    default: the current ``with Target``). The plan is verified against ``func``'s graph first; a function that
+    carries this plan already is returned as it is, one that carries another is refused."""
     vdev = hw.for_target(target if target is not None else tvm.target.Target.current(allow_none=False))
     if is_planned(func):
-        raise ScheduleMismatch(f"PrimFunc {func.attrs.get('global_symbol', '')!s} already carries a plan; "
+        if str(func.attrs[PLAN_ATTR]) == plan.to_json():
+            return func  # it carries this plan already
+        raise ScheduleMismatch(f"PrimFunc {func.attrs.get('global_symbol', '')!s} already carries another plan; "
                                f"write a plan into the function as built, not into a planned one")
     graph = graph or graph_for(func, vdev)
     planned = {a.stask for a in plan.appends}

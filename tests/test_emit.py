@@ -317,8 +317,8 @@ def test_pipethreader_in_a_sequential():
 
 def test_a_planned_function_keeps_its_plan(monkeypatch):
     """A PrimFunc that carries a plan is not planned again: PipeThreader leaves it as it is (a pipeline may run
-    the pass twice), ``lower`` lowers the plan it carries without a search, and writing another plan into it is
-    refused by name."""
+    the pass twice), ``lower`` lowers the plan it carries without a search, writing the same plan into it again
+    leaves it as it is, and writing another is refused by name."""
     from pt_tvm.compiler import lower_planned
     from pt_tvm.passes import PLAN_ATTR, ScheduleMismatch, is_planned
     from pt_tvm.plan import ExecutionPlan
@@ -332,6 +332,7 @@ def test_a_planned_function_keeps_its_plan(monkeypatch):
     plan = ExecutionPlan.from_json(str(planned.attrs[PLAN_ATTR]))
     assert plan.style.name == "WARP_SPECIALIZED"
     tvm.ir.assert_structural_equal(twice["main"], planned)
+    other = next(c.plan for c in pt_tvm.schedule(func, "h100", space=SPACE).ranked if c.plan != plan)
 
     def no_search(*args, **kwargs):
         raise AssertionError("a planned function was searched again")
@@ -339,8 +340,9 @@ def test_a_planned_function_keeps_its_plan(monkeypatch):
     monkeypatch.setattr(pt_tvm.compiler, "schedule", no_search)
     target = hw.get("h100").tvm_target()
     assert lower(planned, "h100").kernel_source == lower_planned(planned, target).kernel_source
-    with pytest.raises(ScheduleMismatch, match="already carries a plan"):
-        apply_plan(planned, plan, "h100")
+    assert apply_plan(planned, plan, "h100").same_as(planned)  # the plan it carries: as it is
+    with pytest.raises(ScheduleMismatch, match="already carries another plan"):
+        apply_plan(planned, other, "h100")
 
 
 def test_pipethreader_takes_the_target_from_the_context():
