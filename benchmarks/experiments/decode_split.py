@@ -6,8 +6,8 @@ call: 32 splits of a 2-stage software pipeline, the combine kernel after it). He
 best-priced of its kind, are checked against float32 and timed from CUDA graphs beside a copy of the same bytes
 and the 2 GiB copy peak.
 
-Two steps: ``python -m benchmarks.experiments.decode_split plan PLANS.json`` searches on any machine (the GPU
-machine's time is short; the searches take a minute) and writes the plans; ``python -m
+Two steps: ``python -m benchmarks.experiments.decode_split plan PLANS.json [LABEL ...]`` searches on any machine
+(the GPU machine's time is short; the searches take a minute) and writes the plans; ``python -m
 benchmarks.experiments.decode_split run PLANS.json $OUT`` compiles them (in worker processes), checks and times
 them on the GPU. Writes ``decode_split.json``.
 """
@@ -18,30 +18,31 @@ import sys
 from benchmarks.decode import _config
 
 PROBLEM = dict(_config(1, 16384, 32, 8, "llama3-8b", 1, 16).problem)
-# (label, pins, style, num_splits, block_N, num_stages, fused)
-KINDS = [(f"sp{s} b{b} st{st}{' fused' if f else ''}", {"num_splits": 64} if s == 64 else {}, "software_pipeline",
-          s, b, st, f)
+# (label, style, num_splits, block_N, num_stages, fused): each kind's best plan with its split and key tile pinned
+KINDS = [(f"sp{s} b{b} st{st}{' fused' if f else ''}", "software_pipeline", s, b, st, f)
          for s, b, st, f in [(32, 64, 2, 0), (32, 64, 3, 0), (32, 64, 4, 0), (64, 64, 2, 0), (64, 64, 3, 0),
-                             (16, 64, 4, 0), (16, 128, 2, 0), (32, 64, 2, 1), (32, 64, 3, 1), (16, 128, 2, 1)]]
-KINDS += [("ws16 b64 d2", {}, "warp_specialized", 16, 64, 2, 0)]
+                             (16, 64, 4, 0), (16, 128, 2, 0), (32, 64, 2, 1), (32, 64, 3, 1), (16, 128, 2, 1),
+                             (64, 32, 2, 0), (32, 32, 2, 0), (32, 32, 3, 0)]]
+KINDS += [("ws16 b64 d2", "warp_specialized", 16, 64, 2, 0)]
 
 
-def plan(path: str) -> None:
-    """Search (default space, splits pinned to 64, the fused combine pinned) and write each kind's best plan."""
+def plan(path: str, labels: tuple[str, ...] = ()) -> None:
+    """Search each kind's split and key tile (the fused combine pinned where the kind has it) and write its best plan;
+    ``labels``: only those kinds."""
     from pt_tvm import hw
     from pt_tvm.compiler import schedule_template
 
     vdev = hw.get("h200")
-    ranked, problem = {}, None
-    for pins in ({}, {"num_splits": 64}, {"fused_combine": 1}):
-        result, resolved, _ = schedule_template("decode_attention", vdev, params={**PROBLEM, **pins})
-        ranked[json.dumps(pins)] = result.ranked
-        problem = problem or resolved
-    out = []
-    for label, pins, style, splits, block_n, stages, fused in KINDS:
-        pool = ranked[json.dumps({"fused_combine": 1} if fused else pins)]
-        c = next((c for c in pool if c.plan.style.value == style and c.plan.tile["num_splits"] == splits
-                  and c.plan.tile["block_N"] == block_n and c.plan.num_stages == stages), None)
+    ranked, problem, out = {}, None, []
+    for label, style, splits, block_n, stages, fused in KINDS:
+        if labels and label not in labels:
+            continue
+        pins = {"num_splits": splits, "block_N": block_n, **({"fused_combine": 1} if fused else {})}
+        key = json.dumps(pins, sort_keys=True)
+        if key not in ranked:
+            result, resolved, _ = schedule_template("decode_attention", vdev, params={**PROBLEM, **pins})
+            ranked[key], problem = result.ranked, problem or resolved
+        c = next((c for c in ranked[key] if c.plan.style.value == style and c.plan.num_stages == stages), None)
         if c is not None:
             out.append({"label": label, "tile": c.plan.tile, "plan": c.plan.to_json(),
                         "predicted_ms": c.seconds * 1e3, "note": c.note})
@@ -113,6 +114,6 @@ def run(path: str, out_dir: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "plan":
-        plan(sys.argv[2])
+        plan(sys.argv[2], tuple(sys.argv[3:]))
     else:
         run(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else os.environ["OUT"])
