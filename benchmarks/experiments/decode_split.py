@@ -23,7 +23,7 @@ KINDS = [(f"sp{s} b{b} st{st}{' fused' if f else ''}", "software_pipeline", s, b
          for s, b, st, f in [(32, 64, 2, 0), (32, 64, 3, 0), (32, 64, 4, 0), (64, 64, 2, 0), (64, 64, 3, 0),
                              (16, 64, 4, 0), (16, 128, 2, 0), (32, 64, 2, 1), (32, 64, 3, 1), (16, 128, 2, 1),
                              (64, 32, 2, 0), (32, 32, 2, 0), (32, 32, 3, 0)]]
-KINDS += [("ws16 b64 d2", "warp_specialized", 16, 64, 2, 0)]
+KINDS += [(f"ws{s} b{b} d{d}", "warp_specialized", s, b, d, 0) for s, b, d in [(16, 64, 2), (32, 64, 2), (32, 64, 3)]]
 
 
 def plan(path: str, labels: tuple[str, ...] = ()) -> None:
