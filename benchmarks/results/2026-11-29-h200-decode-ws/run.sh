@@ -1,6 +1,6 @@
 #!/bin/bash
-# Issue 16, batch 1, kv 16k, paged: the split kernel warp-specialized (a producer warp keeps the stages loading, 2 or 3
-# pick's 64 (two an SM), after Nsight Compute found the pick issuing from two blocks an SM that wait on their own
+# Issue 16, batch 1, kv 16k, paged: the split kernel warp-specialized (a producer warp keeps its 2 or 3 stages
+# loading, two blocks an SM) against the software pipeline (2 and 3 stages) at the pick's 32 splits and 64-key tiles,
 # after 32-key tiles at four blocks an SM ran slower (2026-11-29-h200-decode-tiles). plans.json written here by
 #   python -m benchmarks.experiments.decode_split plan plans.json "sp32 b64 st2" "sp32 b64 st3" "ws32 b64 d2" "ws32 b64 d3"
 # ONE H200 (nvidia-h200), one call carrying .gpu-bundle, from the project root:
