@@ -168,11 +168,22 @@ class TileOrder:
         pick = select or (lambda c, a, b: a if c else b)
         fast, slow = (gx, gy) if self.axis == "row" else (gy, gx)  # swept / cut into panels
         size = self.panel * fast
-        last = (fast * slow - ((fast * slow + size - 1) // size - 1) * size) // fast  # the last panel's width
+        panels = (fast * slow + size - 1) // size
+        last = (fast * slow - (panels - 1) * size) // fast  # the last panel's width
         idx, offset = linear // size, linear % size
-        width = pick(idx + 1 < (fast * slow + size - 1) // size, self.panel, last)
-        along = pick(idx % 2 == 1, fast - 1 - offset // width, offset // width) if self.snake else offset // width
-        across = offset % width + idx * self.panel
+
+        def walk(width: int) -> tuple[Any, Any]:
+            """Coordinates in a panel ``width`` wide: every division by a constant (a division by a selected
+            width leaves TileLang's thread-sync analysis unable to bound the block's guards)."""
+            along = offset // width
+            along = pick(idx % 2 == 1, fast - 1 - along, along) if self.snake else along
+            return along, offset % width + idx * self.panel
+
+        along, across = walk(self.panel)
+        if last != self.panel:  # a partial last panel
+            full = idx + 1 < panels
+            last_along, last_across = walk(last)
+            along, across = pick(full, along, last_along), pick(full, across, last_across)
         return (along, across) if self.axis == "row" else (across, along)
 
     def describe(self) -> str:
