@@ -265,15 +265,20 @@ def test_forward_panels_are_a_permutation_and_keep_in_json():
     assert "panels of 4 block rows, each forwards" in walked.describe(graph)
 
 
-def test_a_partial_last_panel_lowers():
-    """Panels of two query blocks across every head over a causal grid of 7 query blocks (777 tokens): the last
-    panel is one block wide. Its block indices divide only by constants (a division by the selected width left
-    TileLang's thread-sync analysis a 252-thread divergent region, and the kernel did not lower: two GPU tests of
-    flash_attention_qkv at 777 tokens failed so on one H200 at 85fdfda); the walk stays a permutation."""
+@pytest.mark.parametrize("params", [
+    dict(batch=2, heads=32, kv_heads=8, seq_len=777, dim=128, block_M=128, block_N=128),
+    dict(batch=4, heads=32, kv_heads=8, seq_len=2500, dim=64, block_M=192, block_N=128, threads=128, pack_gqa=1),
+], ids=["777-tokens", "2500-tokens-gqa-packed"])
+def test_a_partial_last_panel_lowers(params):
+    """Panels of two query blocks across every head over a causal grid whose last panel is one block wide (7
+    query blocks at 777 tokens; 53 of 48 rows at 2500 tokens, four heads packed a block). TileLang's thread-sync
+    analysis refused both ("a required shared-memory sync inside a divergent region" of 252 and 380 threads; two
+    GPU tests of flash_attention_qkv at 777 tokens failed so on one H200 at 85fdfda): the walk divided by the
+    width it selected between the two panels', and the selected coordinates were bounded past the grid. Now each
+    walk divides by a constant and the coordinates are clamped to the grid; the walk stays a permutation."""
     order = TileOrder(2, "column")
     assert sorted(order.coords(i, 7, 32) for i in range(7 * 32)) == sorted((x, y) for x in range(7) for y in range(32))
-    _, _, func, graph, plan = _planned("flash_attention", target=H200, batch=2, heads=32, kv_heads=8, seq_len=777,
-                                       dim=128, causal=True, block_M=128, block_N=128)
+    _, _, func, graph, plan = _planned("flash_attention", target=H200, causal=True, **params)
     src = lower_planned(apply_plan(func, replace(plan, tile_order=order), H200, graph), H200.tvm_target()).kernel_source
     assert "tma_store" in src
 
