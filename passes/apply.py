@@ -27,7 +27,7 @@ from pt_tvm.emitted import (
 from pt_tvm.errors import PtTvmError
 from pt_tvm.graph import Placement, STaskGraph
 from pt_tvm.lowering import base_stage, emission_configs, handoff_barriers, wgmma_waits
-from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style
+from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style, TileOrder
 from pt_tvm.stream_k import FIXUP_NAMESPACE, Split, accumulator, fixup_source
 from pt_tvm.verify import verify
 
@@ -423,14 +423,14 @@ class _TileWalk:
         gx, gy = self.extents[0], self.extents[1] if len(self.extents) > 1 else 1
         x, y, z = (self.vars + [None, None])[:3]
         if not self.plan.persistent:
-            cx, cy = _within(order.coords(x + y * gx if y is not None else x, gx, gy, _select), gx, gy)
+            cx, cy = _walked(order, x + y * gx if y is not None else x, gx, gy)
             binds, subst = self._bind({x: cx, y: cy})
             return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
         if self.plan.stream_k:
             return self._segments(stmts, gx, gy, x, y, z)
         step, tile = tirx.Var("tile_step", "int32"), tirx.Var("tile", "int32")
         total = math.prod(self.extents)
-        cx, cy = _within(order.coords(tile % (gx * gy) if z is not None else tile, gx, gy, _select), gx, gy)
+        cx, cy = _walked(order, tile % (gx * gy) if z is not None else tile, gx, gy)
         binds, subst = self._bind({x: cx, y: cy, z: tile // (gx * gy) if z is not None else None})
         body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts])
         if total % self.workers:
@@ -446,8 +446,7 @@ class _TileWalk:
         when empty."""
         step = tirx.Var("segment", "int32")
         tile, k0, k1, slot = self.segment
-        cx, cy = _within(self.plan.tile_order.coords(tile % (gx * gy) if z is not None else tile, gx, gy, _select),
-                         gx, gy)
+        cx, cy = _walked(self.plan.tile_order, tile % (gx * gy) if z is not None else tile, gx, gy)
         binds, subst = self._bind({x: cx, y: cy, z: tile // (gx * gy) if z is not None else None})
         body = [self._k_range(tirx.stmt_functor.substitute(s, subst), k0, k1) for s in stmts]
         walk = [tirx.Bind(self.worker, x), *(tirx.Bind(v, _split_call(f, x, step)) for v, f in zip(
@@ -522,14 +521,14 @@ def _split_call(name: str, *args: Any) -> Any:
     return tirx.call_pure_extern("int32", f"{FIXUP_NAMESPACE}::{name}", *args)
 
 
-def _within(coords: tuple[Any, Any], gx: int, gy: int) -> tuple[Any, Any]:
-    """A walk's block coordinates bounded by the grid: no change to their values (a walk is a permutation of the
-    grid), but TileLang's thread-sync analysis bounds a coordinate selected between two panel widths by the union
-    of both sides, past the grid (a last query block of 53 where there are 53, 0 to 52), and then finds a row guard
-    that splits the block's threads (causal FlashAttention, GQA packed, 2500 tokens: it refused to lower)."""
-    x, y = coords
-    return (tirx.max(tirx.min(x, gx - 1), 0) if not isinstance(x, int) else x,
-            tirx.max(tirx.min(y, gy - 1), 0) if not isinstance(y, int) else y)
+def _walked(order: TileOrder, linear: Any, gx: int, gy: int) -> tuple[Any, Any]:
+    """The block coordinates of tile ``linear`` in ``order``, bounded by the grid: no change to their values (a
+    walk is a permutation of the grid), but TileLang's thread-sync analysis bounds a coordinate selected between
+    two panel widths by the union of both sides, past the grid (a last query block of 53 where there are 53, 0 to
+    52), and then finds a row guard that splits the block's threads (causal FlashAttention, GQA packed, 2500
+    tokens: it refused to lower)."""
+    x, y = order.coords(linear, gx, gy, _select)
+    return tirx.max(tirx.min(x, gx - 1), 0), tirx.max(tirx.min(y, gy - 1), 0)
 
 
 def _select(cond: Any, a: Any, b: Any) -> Any:
