@@ -522,13 +522,16 @@ def _split_call(name: str, *args: Any) -> Any:
 
 
 def _walked(order: TileOrder, linear: Any, gx: int, gy: int) -> tuple[Any, Any]:
-    """The block coordinates of tile ``linear`` in ``order``, bounded by the grid: no change to their values (a
-    walk is a permutation of the grid), but TileLang's thread-sync analysis bounds a coordinate selected between
-    two panel widths by the union of both sides, past the grid (a last query block of 53 where there are 53, 0 to
-    52), and then finds a row guard that splits the block's threads (causal FlashAttention, GQA packed, 2500
-    tokens: it refused to lower)."""
+    """The block coordinates of tile ``linear`` in ``order``, clamped to the grid (no change to their values: a
+    walk is a permutation of the grid) through CUDA's ``min``, which TVM's analyses cannot see into. TileLang's
+    thread-sync pass counts the threads a barrier guards by enumerating models of every enclosing condition and
+    binding in Z3, and the walk's divisions and selects made it give up early: a persistent causal walk whose last
+    panel was partial (7 query blocks in panels of 2) counted 252 of 256 threads and refused to lower, as did
+    launch-order walks before each division was by a constant and the coordinates were clamped. Opaque, bounded
+    only by the clamp, the coordinates keep the analyses what they need (the grid's range) and no more."""
     x, y = order.coords(linear, gx, gy, _select)
-    return tirx.max(tirx.min(x, gx - 1), 0), tirx.max(tirx.min(y, gy - 1), 0)
+    return tuple(tirx.max(tirx.min(tirx.call_pure_extern("int32", "min", v, n - 1), n - 1), 0)
+                 for v, n in ((x, gx), (y, gy)))
 
 
 def _select(cond: Any, a: Any, b: Any) -> Any:

@@ -91,6 +91,16 @@ def _root_binds(func) -> dict[str, tirx.PrimExpr]:
     return {b.var.name: b.value for b in top_level(root.body) if isinstance(b, tirx.Bind)}
 
 
+def _clamped(e: tirx.PrimExpr) -> int:
+    """The value of a walk's coordinate once its launch indices are constants: the analyzer folds the walk but
+    not the opaque ``min`` (a CUDA call) that clamps it to the grid."""
+    if isinstance(e, tirx.IntImm):
+        return e.value
+    if isinstance(e, tirx.Call):
+        return min(_clamped(a) for a in e.args[1:])  # args[0] names the function
+    return {tirx.Max: max, tirx.Min: min}[type(e)](_clamped(e.a), _clamped(e.b))
+
+
 def test_emitted_block_indices_walk_the_plan_order():
     """The applied PrimFunc computes each block's tile from its launch indices in the plan's order: evaluated
     for every block of an 8 x 8 grid, it is TileOrder's walk; the CUDA source shows the panel arithmetic."""
@@ -103,7 +113,7 @@ def test_emitted_block_indices_walk_the_plan_order():
     for linear in range(64):
         x, y = linear % 8, linear // 8
         values = {bx: tirx.IntImm("int32", x), by: tirx.IntImm("int32", y)}
-        got = tuple(int(analyzer.simplify(tirx.stmt_functor.substitute(binds[f"{v}_tile"], values)))
+        got = tuple(_clamped(analyzer.simplify(tirx.stmt_functor.substitute(binds[f"{v}_tile"], values)))
                     for v in ("bx", "by"))
         assert got == order.coords(linear, 8, 8)
     src = lower_planned(walked, H100.tvm_target()).kernel_source
@@ -265,22 +275,26 @@ def test_forward_panels_are_a_permutation_and_keep_in_json():
     assert "panels of 4 block rows, each forwards" in walked.describe(graph)
 
 
-@pytest.mark.parametrize("params", [
-    dict(batch=2, heads=32, kv_heads=8, seq_len=777, dim=128, block_M=128, block_N=128),
-    dict(batch=4, heads=32, kv_heads=8, seq_len=2500, dim=64, block_M=192, block_N=128, threads=128, pack_gqa=1),
+@pytest.mark.parametrize("persistent", [False, True], ids=["launched", "persistent"])
+@pytest.mark.parametrize("params, blocks", [
+    (dict(batch=2, heads=32, kv_heads=8, seq_len=777, dim=128, block_M=128, block_N=128), 7),
+    (dict(batch=4, heads=32, kv_heads=8, seq_len=2500, dim=64, block_M=192, block_N=128, threads=128, pack_gqa=1),
+     53),
 ], ids=["777-tokens", "2500-tokens-gqa-packed"])
-def test_a_partial_last_panel_lowers(params):
+def test_a_partial_last_panel_lowers(params, blocks, persistent):
     """Panels of two query blocks across every head over a causal grid whose last panel is one block wide (7
-    query blocks at 777 tokens; 53 of 48 rows at 2500 tokens, four heads packed a block). TileLang's thread-sync
-    analysis refused both ("a required shared-memory sync inside a divergent region" of 252 and 380 threads; two
-    GPU tests of flash_attention_qkv at 777 tokens failed so on one H200 at 85fdfda): the walk divided by the
-    width it selected between the two panels', and the selected coordinates were bounded past the grid. Now each
-    walk divides by a constant and the coordinates are clamped to the grid; the walk stays a permutation."""
+    query blocks at 777 tokens; 53 of 48 rows at 2500 tokens, four heads packed a block), launched a block a
+    tile or walked by one block an SM. TileLang's thread-sync pass counts a barrier's threads by enumerating
+    models in Z3, which gave up early on the walk's arithmetic ("a required shared-memory sync inside a divergent
+    region" of 252 and 380 threads): two GPU tests of flash_attention_qkv at 777 tokens failed so on one H200 at
+    85fdfda, the persistent walk at da203e5. The coordinates now reach TileLang clamped to the grid through an
+    opaque ``min``; the walk stays a permutation."""
     order = TileOrder(2, "column")
     assert sorted(order.coords(i, 7, 32) for i in range(7 * 32)) == sorted((x, y) for x in range(7) for y in range(32))
     _, _, func, graph, plan = _planned("flash_attention", target=H200, causal=True, **params)
-    src = lower_planned(apply_plan(func, replace(plan, tile_order=order), H200, graph), H200.tvm_target()).kernel_source
-    assert "tma_store" in src
+    walked = replace(plan, tile_order=order, persistent=persistent)
+    src = lower_planned(apply_plan(func, walked, H200, graph), H200.tvm_target()).kernel_source
+    assert "tma_store" in src and f", {blocks - 1})" in src  # the query block clamped
 
 
 def test_causal_grids_record_each_query_blocks_trips():
