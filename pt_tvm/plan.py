@@ -173,8 +173,8 @@ class TileOrder:
         idx, offset = linear // size, linear % size
 
         def walk(width: int) -> tuple[Any, Any]:
-            """Coordinates in a panel ``width`` wide: every division by a constant (a division by a selected
-            width leaves TileLang's thread-sync analysis unable to bound the block's guards)."""
+            """Coordinates in a panel ``width`` wide, every division by a constant: plain arithmetic for the cost
+            model and for nvcc (emission hides the result from TVM's analyses, ``passes.apply._walked``)."""
             along = offset // width
             along = pick(idx % 2 == 1, fast - 1 - along, along) if self.snake else along
             return along, offset % width + idx * self.panel
