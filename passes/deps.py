@@ -6,13 +6,16 @@ reach it (RAW), a write on the reads and the write it overwrites (WAR, WAW).
 Inside the loop a dependence that reaches around the back edge is
 loop-carried, distance 1. A write that covers the whole buffer without
 reading it ends the search (it kills older values), which keeps e.g. a score
-tile re-initialised every iteration free of carried edges.
+tile re-initialised every iteration free of carried edges. Two accesses whose
+regions provably share no element (constant offsets that do not meet in some
+dimension: the query heads packed into one tile, loaded a box each) make no
+edge, so copies into disjoint parts of one buffer are not ordered.
 """
 from __future__ import annotations
 
 from typing import Iterator, Mapping, Sequence
 
-from pt_tvm.graph import BufferInfo, DepKind, Edge, Placement, STask
+from pt_tvm.graph import Access, BufferInfo, DepKind, Edge, Placement, STask
 
 __all__ = ["dependences", "kills"]
 
@@ -28,6 +31,21 @@ def kills(task: STask, buffer: str, buffers: Mapping[str, BufferInfo]) -> bool:
         return buffer in task.attrs["full_writes"].split(",")
     return any(a.buffer == buffer and all(o == "0" for o in a.offsets) and tuple(a.extents) == tuple(info.shape)
                for a in task.writes)
+
+
+def _disjoint(a: Access, b: Access) -> bool:
+    """Whether two regions of one buffer share no element: in some dimension both offsets are constants and
+    their ranges do not meet."""
+    for oa, ea, ob, eb in zip(a.offsets, a.extents, b.offsets, b.extents):
+        if oa.lstrip("-").isdigit() and ob.lstrip("-").isdigit() and ea is not None and eb is not None:
+            if int(oa) + ea <= int(ob) or int(ob) + eb <= int(oa):
+                return True
+    return False
+
+
+def _meet(these: Sequence[Access], those: Sequence[Access], buffer: str) -> bool:
+    """Whether some access of ``buffer`` among ``these`` may touch an element that one among ``those`` does."""
+    return any(not _disjoint(a, b) for a in these if a.buffer == buffer for b in those if b.buffer == buffer)
 
 
 def _backward(task: STask, pro: Sequence[STask], loop: Sequence[STask],
@@ -60,7 +78,7 @@ def dependences(stasks: Sequence[STask], buffers: Mapping[str, BufferInfo]) -> t
     for task in stasks:
         for buf in sorted(task.read_buffers()):  # RAW: the writes that reach this read
             for prev, dist in _backward(task, pro, loop, epi):
-                if buf in prev.write_buffers():
+                if _meet(prev.writes, task.reads, buf):
                     add(prev, task, DepKind.RAW, buf, dist)
                     if kills(prev, buf, buffers):
                         break
@@ -71,9 +89,9 @@ def dependences(stasks: Sequence[STask], buffers: Mapping[str, BufferInfo]) -> t
                     if not rmw:
                         add(prev, task, DepKind.WAW, buf, dist)
                     break
-                if buf in prev.read_buffers():
+                if _meet(prev.reads, task.writes, buf):
                     add(prev, task, DepKind.WAR, buf, dist)
-                if buf in prev.write_buffers():
+                if _meet(prev.writes, task.writes, buf):
                     add(prev, task, DepKind.WAW, buf, dist)
                     break
     return tuple(edges.values())
