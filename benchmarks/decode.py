@@ -291,6 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.decode", description=main.__doc__)
     ap.add_argument("--out", default="decode-run", help="folder for decode.json, splits.json and the chart")
     ap.add_argument("--all", action="store_true", help="the whole decode grid, not the GPU slice")
+    ap.add_argument("--kv-at-least", type=int, default=0, metavar="N",
+                    help="only the configs of kv_len >= N (the bandwidth bar's: 16384)")
+    ap.add_argument("--q-lens", help="comma-separated q_len values to keep (default: all)")
     ap.add_argument("--systems", help="comma-separated subset of " + ",".join(PEERS))
     ap.add_argument("--tune-top-k", type=int, default=2)
     ap.add_argument("--rep-ms", type=float, default=300.0)
@@ -325,6 +328,9 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
     """The suite (slice) with its peers: decode.json and bandwidth.png."""
     t0 = time.perf_counter()
     chosen = configs() if args.all else _slice(_GPU_SLICE)
+    q_lens = {int(q) for q in args.q_lens.split(",")} if args.q_lens else None
+    chosen = [c for c in chosen if c.problem["kv_len"] >= args.kv_at_least
+              and (q_lens is None or c.problem["q_len"] in q_lens)]
     if args.part:
         i, n = _part(args.part)
         chosen = chosen[i::n]
