@@ -260,7 +260,8 @@ def _slice(entries: Sequence[tuple]) -> list[Config]:
 
 
 def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
-    """Achieved KV bandwidth against kv_len, one panel per batch size, a line per system; the copy peak dashed."""
+    """Achieved KV bandwidth against kv_len, one panel per batch size, a line per system and layout (paged
+    dashed); the copy peak and 85% of it in black."""
     import matplotlib  # optional: only the chart needs it
 
     matplotlib.use("Agg")
@@ -269,11 +270,12 @@ def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
     batches = sorted({r["config"]["batch"] for r in rows if r.get("kv_tbps")})
     fig, axes = plt.subplots(1, max(1, len(batches)), figsize=(4.2 * max(1, len(batches)), 3.6), squeeze=False)
     for ax, b in zip(axes[0], batches):
-        for system in sorted({r["system"] for r in rows}):
+        for system, paged in sorted({(r["system"], bool(r["config"].get("page_size"))) for r in rows}):
             pts = sorted((r["config"]["kv_len"], r["kv_tbps"]) for r in rows
-                         if r["system"] == system and r["config"]["batch"] == b and r.get("kv_tbps") and r.get("valid"))
+                         if r["system"] == system and bool(r["config"].get("page_size")) == paged
+                         and r["config"]["batch"] == b and r.get("kv_tbps") and r.get("valid"))
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=system)
+                ax.plot(*zip(*pts), marker="o", ls="--" if paged else "-", label=system + (" paged" if paged else ""))
         if peak:
             ax.axhline(peak, ls="--", c="k", lw=1, label="copy peak")
             ax.axhline(0.85 * peak, ls=":", c="k", lw=1, label="85% of it")
@@ -281,7 +283,11 @@ def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
         ax.set_title(f"batch {b}")
         ax.set_xlabel("kv_len")
         ax.set_ylabel("KV TB/s")
-    axes[0][-1].legend(fontsize=7)
+    labelled = {}  # every panel's lines, once each: a panel may lack a system or layout
+    for ax in axes[0]:
+        for line, label in zip(*ax.get_legend_handles_labels()):
+            labelled.setdefault(label, line)
+    axes[0][-1].legend(labelled.values(), labelled.keys(), fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
