@@ -6,6 +6,8 @@ import dataclasses
 import json
 import math
 import os
+import re
+import subprocess
 import types
 
 import pytest
@@ -1106,3 +1108,23 @@ def test_pt_tvm_row_of_a_split_kv_pick(monkeypatch):
     _, info = systems._pt_tvm(template, problem, vdev)
     assert info["tile"]["num_splits"] == split.plan.tile["num_splits"] > 1 and info["plan"] == split.note
     assert info["grid"] == systems.grid_blocks(func)
+
+
+def test_gpu_tests_script_reports_every_test_it_was_given(tmp_path):
+    """benchmarks/gpu-tests.sh hands its tests out in chunks to parallel pytest processes and sums their outcomes
+    (the GPU tests skip here); a limit spent before a chunk starts lists that chunk's tests as not reached."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ids = ["tests/test_decode.py::test_decode_kernel_matches_the_reference",
+           "tests/test_tile_walk.py::test_row_split_plans_compute_every_output"]
+
+    def summary(limit: int) -> str:
+        out = tmp_path / str(limit)
+        subprocess.run(["bash", "benchmarks/gpu-tests.sh", "2", str(limit), *ids], cwd=root, check=True,
+                       capture_output=True, env={**os.environ, "OUT": str(out), "CHUNK": "2"}, timeout=600)
+        return (out / "gpu-tests.txt").read_text().split("==== chunk")[0]
+
+    done = summary(300)
+    counted = re.search(r"(\d+) GPU tests in chunks of 2 over 2 processes, 300 s in all: (\d+) SKIPPED", done)
+    assert counted and counted[1] == counted[2] and int(counted[1]) > 2, done
+    assert "not reached before the limit: 0" in done
+    assert f"not reached before the limit: {counted[1]}" in summary(1)
