@@ -28,6 +28,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from pt_tvm import templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import kernel_outputs
+from pt_tvm.passes import launch_extents
 from pt_tvm.templates import TemplateError
 from pt_tvm.tune import tune_template
 
@@ -37,15 +38,8 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "
 
 def grid_blocks(func: Any) -> int | None:
     """Thread blocks a TileLang PrimFunc launches (the product of its ``blockIdx`` extents), None if unknown."""
-    extents: dict[str, int] = {}
-
-    def visit(node: Any) -> None:
-        if isinstance(node, tvm.tirx.For) and node.kind == tvm.tirx.ForKind.THREAD_BINDING:
-            tag = node.thread_binding.thread_tag
-            if tag.startswith("blockIdx") and isinstance(node.extent, tvm.tirx.IntImm):
-                extents[tag] = int(node.extent)
-
-    tvm.tirx.stmt_functor.post_order_visit(func.body, visit)
+    extents = {tag: int(ext) for tag, (_, ext) in launch_extents(func.body).items()
+               if tag.startswith("blockIdx") and isinstance(ext, tvm.tirx.IntImm)}
     return math.prod(extents.values()) if extents else None
 
 

@@ -17,9 +17,9 @@ from .extract import (
     graph_for,
     graph_of,
 )
-from .ir import ExtractionError
+from .ir import ExtractionError, launch_extents
 from .pipethreader import PipeThreader
 
 __all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "GRAPH_ATTR", "ExtractionError",
            "HINTS_ATTR", "SYMBOLIC_HINT", "ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted",
-           "ScheduleMismatch", "PipeThreader", "is_planned", "PLAN_ATTR"]
+           "ScheduleMismatch", "PipeThreader", "is_planned", "PLAN_ATTR", "launch_extents"]

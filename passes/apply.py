@@ -31,6 +31,7 @@ from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style, TileOrder
 from pt_tvm.stream_k import FIXUP_NAMESPACE, Split, accumulator, fixup_source
 from pt_tvm.verify import verify
 
+from .carry import GEMM_OPS, WG_WAIT, carried
 from .extract import graph_for
 from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, text, top_level
 
@@ -38,13 +39,11 @@ __all__ = ["ApplyPipelineSchedule", "apply_plan", "is_planned", "pass_configs", 
            "PLAN_ATTR"]
 
 _WS_SCHEDULE = "tl.ws_schedule"
-_WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
 _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
 _CONFIGS = "pt_tvm.pass_configs"  # PrimFunc attribute: TileLang pass configs the plan needs (JSON)
 _STAGES = "pt_tvm.stage_distances"  # PrimFunc attribute: what check_emitted needs of a software pipeline (JSON)
 _BARRIERS = "pt_tvm.named_barriers"  # PrimFunc attribute: the named-barrier ids the plan's handoffs take (JSON)
 PLAN_ATTR = "pt_tvm.plan"  # PrimFunc attribute: the plan written into it (JSON)
-_GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
 _POLICY = 5  # a gemm tile op's scalars after its regions: trans_A, trans_B, M, N, K, policy, ...
 _IMPORT_SOURCE = "pragma_import_c"  # root-block annotation: CUDA source put before the kernel (T.import_source)
 _SK_FIXUP, _SK_EPILOGUE = "stream_k_fixup", "stream_k_epilogue"  # ws_op ids of a stream-K segment's end
@@ -97,6 +96,8 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
     barriers = sorted(i for ids in handoff_barriers(plan, vdev).values() for i in ids)
     if barriers:
         func = func.with_attr(_BARRIERS, json.dumps(barriers))
+    if plan.carry_gemms:
+        func = carried(func, vdev.tvm_target(), pass_configs(func))
     return func.with_attr(PLAN_ATTR, plan.to_json())
 
 
@@ -183,7 +184,7 @@ def _stamp_all(stmts: list[tirx.Stmt], ids: Any, waits: Mapping[str, tirx.Stmt] 
             continue
         sid = next(ids)
         if sid in waits:
-            out.append(_stamp(s, sid, {_WG_WAIT: tirx.IntImm("int32", -1)}))
+            out.append(_stamp(s, sid, {WG_WAIT: tirx.IntImm("int32", -1)}))
             out.append(_op(_wait_id(sid), waits[sid]))
         else:
             out.append(_stamp(s, sid))
@@ -194,7 +195,7 @@ def _rows_split(body: tirx.Stmt) -> tirx.Stmt:
     """``body`` with every gemm tile op's warp policy set to ``FullRow``: its warpgroups split the tile by rows."""
 
     def rewrite(call: tirx.Call) -> tirx.Call | None:
-        if not isinstance(call.op, tvm.ir.Op) or op_name(call) not in _GEMM_OPS:
+        if not isinstance(call.op, tvm.ir.Op) or op_name(call) not in GEMM_OPS:
             return None
         regions = next(i for i, a in enumerate(call.args) if not isinstance(a, tirx.Call))
         args = list(call.args)

@@ -17,6 +17,7 @@ __all__ = [
     "PIPELINE_KEYS",
     "find_root_block",
     "launch_info",
+    "launch_extents",
     "top_level",
     "is_pipelined",
     "op_name",
@@ -64,22 +65,31 @@ def find_root_block(func: tirx.PrimFunc, fname: str = "main") -> tirx.SBlock:
     return found[0]
 
 
+def launch_extents(stmt: tirx.Stmt) -> dict[str, tuple[tirx.Var, tirx.PrimExpr]]:
+    """{thread tag: (var, extent)} of the launch in ``stmt``: thread-bound loops (a ``T.Kernel`` as built) or
+    ``thread_extent`` attributes (a launch TileLang has materialized, as a carried plan's is)."""
+    out = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, tirx.For) and n.thread_binding is not None:
+            out[n.thread_binding.thread_tag] = (n.loop_var, n.extent)
+        elif isinstance(n, tirx.AttrStmt) and n.attr_key == "thread_extent":
+            out[n.node.thread_tag] = (n.node.var, n.value)
+
+    tirx.stmt_functor.post_order_visit(stmt, visit)
+    return out
+
+
 def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Var, int] | None = None
                 ) -> tuple[dict, int]:
     """({block var name: (var, extent or None)} in blockIdx order, threads per block); an extent that depends on
     symbolic sizes is evaluated at ``values`` when given, else None."""
     grid = {}
-
-    def visit(n: Any) -> None:
-        if isinstance(n, tirx.For) and n.thread_binding is not None:
-            tag = n.thread_binding.thread_tag
-            if tag.startswith("blockIdx."):
-                ext = n.extent
-                if values and not isinstance(ext, tirx.IntImm):
-                    ext = tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(ext, dict(values)))
-                grid[tag] = (n.loop_var, int(ext) if isinstance(ext, tirx.IntImm) else None)
-
-    tirx.stmt_functor.post_order_visit(func.body, visit)
+    for tag, (var, ext) in launch_extents(func.body).items():
+        if tag.startswith("blockIdx."):
+            if values and not isinstance(ext, tirx.IntImm):
+                ext = tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(ext, dict(values)))
+            grid[tag] = (var, int(ext) if isinstance(ext, tirx.IntImm) else None)
     ordered = {text(grid[t][0].name): grid[t] for t in sorted(grid)}
     threads = 128
     launch = block.annotations.get("tl.launch_threads") if block.annotations else None

@@ -422,7 +422,7 @@ class _Timeline(Simulation):
             self.busy_all[a.seu] += per_server / len(pool)
             if self.steady[0] <= it < self.steady[1]:
                 self.busy[a.seu] += per_server / len(pool)
-        if a.stask in self.in_flight:
+        if a.stask in self.in_flight or a.stask in self.carried:
             after = start + self.tc_issue
         elif a.stask in self.cp_async:
             per_thread = t.bytes * stream.share / (self.wg_threads * _CP_ASYNC_BYTES)  # cp.async instructions

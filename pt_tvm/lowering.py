@@ -16,7 +16,7 @@ from .plan import ExecutionPlan, Style
 
 __all__ = ["base_stage", "NAMED_BARRIERS", "MAX_HANDOFF_WARPGROUPS", "handoff_barriers", "wgmma_waits",
            "emission_configs", "FULL_ROW_POLICY", "UNROLL_LOOP", "wgmma_columns", "splits_rows", "wgmma_width",
-           "reuses_dead_shared"]
+           "reuses_dead_shared", "carried_gemms"]
 
 FULL_ROW_POLICY = "1"  # tl GemmWarpPolicy.FullRow, as extraction records a gemm's policy
 UNROLL_LOOP = "tl.UnrollLoop"  # TVM's loop-unrolling pass config (not among TileLang's PassConfigKey)
@@ -73,6 +73,17 @@ def handoff_barriers(plan: ExecutionPlan, vdev: VDevice) -> dict[str, tuple[int,
         out[h.role] = tuple(range(top - n, top))
         top -= n
     return out
+
+
+def carried_gemms(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list[str]]:
+    """Role -> its loop's gemms, in program order, where the plan carries them into the next step
+    (``carry_gemms``): each step waits for all wgmma groups but the step's own (one per gemm) before it releases
+    the stages of the step before; empty for other plans."""
+    if not plan.carry_gemms:
+        return {}
+    out = {r.name: [a.stask for a in plan.program(r.name, graph, Placement.LOOP) if a.seu == SEUKind.TENSOR_CORE]
+           for r in plan.roles}
+    return {r: gemms for r, gemms in out.items() if gemms}
 
 
 def wgmma_waits(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, tuple[int, ...]]:

@@ -226,6 +226,12 @@ class ExecutionPlan:
         A persistent plan's blocks share out the tiles' k-iterations evenly instead of whole tiles
         (:mod:`pt_tvm.stream_k`): a tile split between blocks is finished by the block holding its first
         iterations, which adds the others' fp32 partial sums. For grids that leave the last wave part empty.
+    carry_gemms : bool
+        The gemms of a consumer's loop stay in flight into the next step (CUTLASS's mainloop): a step issues its
+        wgmmas, waits for all but its own and only then releases the stages of the step before, so the tensor
+        cores run one step's wgmmas behind the last one's instead of idling while a warpgroup waits for them.
+        TileLang's ``WSSchedule`` releases a stage in the step that waited for it; pt-tvm moves the release
+        (:mod:`pt_tvm.passes.carry`).
     """
 
     graph: str
@@ -240,6 +246,7 @@ class ExecutionPlan:
     persistent: bool = False
     row_split: bool = False
     stream_k: bool = False
+    carry_gemms: bool = False
 
     # ------------------------------------------------------------ views
     @functools.cached_property
@@ -319,6 +326,8 @@ class ExecutionPlan:
              "num_stages": self.num_stages, "tile": dict(self.tile),
              "tile_order": asdict(self.tile_order), "persistent": self.persistent,
              "row_split": self.row_split, "stream_k": self.stream_k}
+        if self.carry_gemms:  # only where set: the JSON of every plan without it stays as it was
+            d["carry_gemms"] = True
         return json.loads(json.dumps(d, default=lambda o: o.value))
 
     def to_json(self) -> str:
@@ -339,7 +348,8 @@ class ExecutionPlan:
                        pipelines=tuple(Pipeline(**{**p, "buffers": tuple(p["buffers"])}) for p in d["pipelines"]),
                        num_stages=int(d["num_stages"]), tile=dict(d.get("tile", {})),
                        tile_order=TileOrder(**d.get("tile_order", {})), persistent=bool(d.get("persistent", False)),
-                       row_split=bool(d.get("row_split", False)), stream_k=bool(d.get("stream_k", False)))
+                       row_split=bool(d.get("row_split", False)), stream_k=bool(d.get("stream_k", False)),
+                       carry_gemms=bool(d.get("carry_gemms", False)))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError([Violation("format", f"corrupt plan: {type(e).__name__}: {e}")]) from None
 
@@ -356,7 +366,8 @@ class ExecutionPlan:
                  f"num_stages={self.num_stages}" + (f", tile {dict(self.tile)}" if self.tile else "")
                  + ("" if self.tile_order.is_launch_order else f", tiles in {self.tile_order.describe()}")
                  + (", persistent" if self.persistent else "") + (", stream-K" if self.stream_k else "")
-                 + (", gemm rows split over warpgroups" if self.row_split else "")]
+                 + (", gemm rows split over warpgroups" if self.row_split else "")
+                 + (", gemms carried into the next step" if self.carry_gemms else "")]
         for r in self.roles:
             lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})"
                          + (f", {r.max_nreg} regs/thread" if r.max_nreg else ""))

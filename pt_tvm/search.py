@@ -34,6 +34,7 @@ from .space import (
     SearchSpace,
     async_moves,
     base_plans,
+    carried_variant,
     handoff_variants,
     in_flight_variants,
     is_load,
@@ -116,6 +117,7 @@ _SYNC_STEPS: tuple[tuple[str, Callable], ...] = (
 
 _WALK_VARIANTS = 2  # plans per graph tried in every tile order, and persistently
 _ROW_SPLIT_VARIANTS = 4  # plans per graph tried with their gemm tiles split by rows (SearchSpace.row_split)
+_CARRY_VARIANTS = 4  # plans per graph tried with their loop gemms carried a step (SearchSpace.carry_gemms)
 
 
 def _configuration(plan: ExecutionPlan) -> tuple:
@@ -135,7 +137,7 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     def consider(plan: ExecutionPlan, note: str) -> bool:
         """Price the plan if it is new and valid; whether it was."""
         key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent, plan.row_split,
-               plan.stream_k)
+               plan.stream_k, plan.carry_gemms)
         if key in seen:
             return False
         seen.add(key)
@@ -208,6 +210,13 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             v = row_split_variant(c.plan, graph, vdev)
             if v is not None:
                 consider(v, c.note + ", gemm rows split over warpgroups")
+    # the best few with their loop's gemms kept in flight into the next step (the tensor cores need not idle
+    # while a warpgroup waits for its step's wgmmas before releasing the step's stage)
+    if space.carry_gemms:
+        for c in ranked(out)[:_CARRY_VARIANTS]:
+            v = carried_variant(c.plan, graph, vdev)
+            if v is not None:
+                consider(v, c.note + ", gemms carried into the next step")
     return ranked(out)
 
 
@@ -222,18 +231,22 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     """Fastest predicted first (in steps of :data:`PRICE_TIE` from ``fastest``, the best price among the plans
     ranked, where given); among equals, the one moving less through DRAM (the safer margin where the
     model's DRAM time is close to what binds), then, where DRAM or L2 binds, the deeper pipeline (more loads in
-    flight hide the latency that a throughput-bound price leaves out), elsewhere the shallower, then the
-    faster, then by note.
+    flight hide the latency that a throughput-bound price leaves out), elsewhere the shallower, then the one
+    carrying its gemms into the next step, then the faster, then by note.
 
     Memory-bound Mamba2 plans tie exactly at every depth; by note alone the single-stage one came first and
     measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites); so did
     the L2-bound GEMMs' shallower ties (128x128 tiles 4 deep against 5, 1.05x; the search caps their depth by the
     bytes in flight, :attr:`SearchSpace.l2_bound_inflight`). Where compute binds, a deeper tie of FlashAttention
     (d64) measured 1.09x slower. Prices within PRICE_TIE of the fastest are equal: the model resolves no finer
-    (the fused SwiGLU's 4 stages were priced 0.02% ahead of its 3, which measured 5% faster)."""
+    (the fused SwiGLU's 4 stages were priced 0.02% ahead of its 3, which measured 5% faster). The model prices
+    carried gemms as the same plan's waiting ones wherever L2 or TMA binds the loop (every GEMM of the suites),
+    where on one H200 the carried ones measured 1.02-1.19x faster on all ten pairs timed
+    (benchmarks/results/2026-11-29-h200-gemm-inflight)."""
     price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
     deeper = est.dram_bound or est.l2_bound
-    return (price, est.dram_bytes, -plan.num_stages if deeper else plan.num_stages, est.seconds, note)
+    return (price, est.dram_bytes, -plan.num_stages if deeper else plan.num_stages, not plan.carry_gemms,
+            est.seconds, note)
 
 
 PRICE_TIE = 0.001  # relative difference under which two predicted times rank as equal

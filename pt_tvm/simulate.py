@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .graph import Placement, STaskGraph
 from .hw import SEUKind, VDevice
-from .lowering import base_stage
+from .lowering import base_stage, carried_gemms
 from .plan import Append, ExecutionPlan, effective_distance
 
 __all__ = ["Stream", "Simulation", "TURN_WAIT", "TURN_ARRIVE", "warpgroup_width"]
@@ -77,7 +77,11 @@ class Simulation:
         role_of = {a.stask: a.role for a in plan.appends}
         self.placement = {t.id: t.placement for t in graph.stasks}
         self.plan_pos = {a.stask: i for i, a in enumerate(plan.appends)}
-        incoming: list[tuple] = [(e.dst, e.src, effective_distance(e, plan.versions)) for e in graph.edges]
+        # a gemm carried into the next step queues its wgmmas behind its own last ones on the tensor cores,
+        # which keep their order: it waits for nothing of its own
+        self.carried = {g for gemms in carried_gemms(plan, graph).values() for g in gemms}
+        incoming: list[tuple] = [(e.dst, e.src, effective_distance(e, plan.versions)) for e in graph.edges
+                                 if not (e.src == e.dst and e.src in self.carried)]
         # the waiter of an in-flight gemm holds until the gemm of its own step completes
         incoming += [(waiter, gemm, self.stage[gemm] - self.stage[waiter]) for gemm, waiter in plan.in_flight().items()]
         self.edges_into: dict[str, list[tuple]] = {}  # dst -> (src, loop distance or None, fixed iteration, ...)

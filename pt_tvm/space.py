@@ -46,7 +46,8 @@ from .verify import gemm_warpgroups, violations
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
            "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
-           "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "row_split_variant"]
+           "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "row_split_variant",
+           "carried_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
@@ -69,6 +70,7 @@ class SearchSpace:
     max_stage: int = 1
     random_orders: int = 4
     row_split: bool = True  # also try the best warp-specialized plans with gemm tiles split by rows (FullRow)
+    carry_gemms: bool = True  # also try the best warp-specialized plans with their loop gemms carried a step
     # also try the best unskewed warp-specialized plans as stream-K splits (pt_tvm.stream_k): off by default, since
     # on one H100 splits ran slower than whole tiles on 6 of 8 of the LLaMA layer's GEMMs, priced 10-40% optimistic
     stream_k: bool = False
@@ -443,6 +445,15 @@ def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
         if square and wgmma_columns(m, n, wgs, True) > wgmma_columns(m, n, wgs, False):
             return replace(plan, row_split=True)
     return None
+
+
+def carried_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:
+    """The warp-specialized plan with its loop's gemms carried into the next step (``carry_gemms``), where that
+    verifies; else None."""
+    if plan.style != Style.WARP_SPECIALIZED or plan.carry_gemms:
+        return None
+    v = replace(plan, carry_gemms=True)
+    return None if violations(v, graph, vdev) else v
 
 
 _RESOURCE_RULES = {"shared_memory", "registers", "threads"}

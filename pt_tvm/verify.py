@@ -11,7 +11,7 @@ import math
 
 from .graph import BLOCK_SYNC, DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
-from .lowering import MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, reuses_dead_shared, splits_rows
+from .lowering import MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, carried_gemms, reuses_dead_shared, splits_rows
 from .plan import (
     ExecutionPlan,
     PlanError,
@@ -47,6 +47,8 @@ def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Vi
     out += _check_tile_walk(plan, graph)
     if plan.stream_k:
         out += _check_stream_k(plan, graph, vdev)
+    if plan.carry_gemms:
+        out += _check_carry(plan, graph, vdev)
     return out
 
 def verify(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan:
@@ -374,6 +376,44 @@ def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     if regs % 4:
         return no(f"stores its partial sums four registers at a time (the accumulator has {regs} a thread)")
     return []
+
+
+def _check_carry(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """Gemms carried into the next step (``carry_gemms``) hold their stages a step longer and their accumulators
+    busy across the step's end: a warp-specialized Hopper plan whose gemm roles run nothing but gemms in their
+    loop, at one stage, on operands that loop pipelines of at least two versions deliver, into accumulators no
+    other loop sTask touches; no turns, waits or stream-K split to interleave with."""
+    def no(why: str) -> list[Violation]:
+        return [Violation("carry", f"gemms carried into the next step {why}")]
+
+    if plan.style != Style.WARP_SPECIALIZED or "wgmma" not in vdev.features:
+        return no("need a warp-specialized plan on a chip with wgmma")
+    if plan.stream_k or plan.handoffs or plan.in_flight():
+        return no("need a loop without turns, in-flight waits or a stream-K split")
+    roles = carried_gemms(plan, graph)
+    if not roles:
+        return no("need a gemm in the loop")
+    out = []
+    for role in roles:
+        loop = plan.program(role, graph, Placement.LOOP)
+        if any(a.seu != SEUKind.TENSOR_CORE for a in loop) or len({a.stage for a in loop}) > 1:
+            out += no(f"need role {role}'s loop to run gemms alone, at one stage")
+            continue
+        piped = {b: p for p in plan.pipelines if p.scope == "loop" and p.consumer == role for b in p.buffers}
+        for a in loop:
+            t = graph.stask(a.stask)
+            stray = t.read_buffers() - set(piped) - t.write_buffers()
+            if stray:
+                out += no(f"need {t.id}'s operands from loop pipelines ({', '.join(sorted(stray))} is not)")
+            shallow = sorted({p.name for b, p in piped.items() if b in t.read_buffers() and p.depth < 2})
+            if shallow:
+                out += no(f"need two versions of {', '.join(shallow)} (the next step's stage fills while "
+                          f"{t.id} still reads this one)")
+            for o in graph.loop_stasks:
+                clash = (o.read_buffers() | o.write_buffers()) & t.write_buffers()
+                if o.id != t.id and clash:
+                    out += no(f"need {t.id}'s accumulator to itself ({o.id} touches {', '.join(sorted(clash))})")
+    return out
 
 
 def register_estimate(graph: STaskGraph, threads: int, capped: bool = False) -> int:

@@ -91,7 +91,7 @@ def describe(c: Candidate) -> str:
     dims = "x".join(str(t[k]) for k in ("block_M", "block_N", "block_K") if k in t)
     return (f"{dims}{rest}, {c.plan.tile_order.describe()}"
             + (", persistent" if c.plan.persistent else "") + (", stream-K" if c.plan.stream_k else "")
-            + (", rows split" if c.plan.row_split else ""))
+            + (", rows split" if c.plan.row_split else "") + (", gemms carried" if c.plan.carry_gemms else ""))
 
 
 def priced(c: Candidate, plan: ExecutionPlan, vdev: hw.VDevice, label: str) -> Candidate:

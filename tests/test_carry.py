@@ -1,0 +1,128 @@
+"""Gemms carried into the next loop step (``ExecutionPlan.carry_gemms``, ``pt_tvm.passes.carry``): what the
+rule accepts and refuses, what the emitted CUDA does (each step waits for all but its own wgmmas, then releases
+the step before's stage; after the loop, a wait for all and the last release), that the search offers and
+prefers it, and, on a GPU, that the kernels compute the product."""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+from _util import built, compiles_without_spills
+
+import pt_tvm
+from pt_tvm import hw
+from pt_tvm.compiler import lower_planned, schedule_template
+from pt_tvm.measure import REL_TOL, as_outputs, check_call, kernel_outputs
+from pt_tvm.plan import ExecutionPlan, Handoff
+from pt_tvm.space import Priority, carried_variant, warp_specialized
+from pt_tvm.templates import get
+from pt_tvm.verify import violations
+
+GEMM = {"M": 1024, "N": 1024, "K": 512, "block_M": 128, "block_N": 256, "block_K": 64}
+
+
+def _plan(depth: int = 3, persistent: bool = False, **shape):
+    func = built("gemm", **{**GEMM, **shape})
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=depth, pipeline_stage={}, priority=Priority.PROGRAM)
+    return func, vdev, graph, replace(plan, persistent=persistent)
+
+
+def _consumer_loop(src: str) -> str:
+    """The consumer's k-loop and the statements after it, up to the epilogue's first sync."""
+    start = [m.start() for m in re.finditer(r"for \(int k_\d+ = 0;", src)][-1]
+    return src[start:src.index("__sync_thread_partial", start)]
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["launched", "persistent"])
+def test_a_carried_step_waits_for_the_step_before_and_releases_its_stage(persistent, tmp_path):
+    func, vdev, graph, plan = _plan(persistent=persistent)
+    carried = replace(plan, carry_gemms=True)
+    assert not violations(carried, graph, vdev)
+    plain = lower_planned(pt_tvm.passes.apply_plan(func, plan, vdev, graph), vdev.tvm_target()).kernel_source
+    src = lower_planned(pt_tvm.passes.apply_plan(func, carried, vdev, graph), vdev.tvm_target()).kernel_source
+    loop, before = _consumer_loop(src), _consumer_loop(plain)
+    assert "warpgroup_wait<0>" in before and "wait_wgmma" not in before
+    body, after = loop.split("tl::wait_wgmma<0>();")
+    assert "warpgroup_wait" not in body and body.count("tl::wait_wgmma<1>();") == 1
+    # in the loop: the release of the step before, from the second step on; after it, the last step's
+    (release,) = re.findall(r"if \(0 < k_\d+\) \{\s*(p_\w+_empty\[[^\n]*\])\.arrive\(\);", body)
+    assert re.search(r"^\s*p_\w+_empty\[[^\n]*\]\.arrive\(\);", after, re.M)
+    assert body.index("wait_wgmma<1>") < body.index(release)
+    assert "+ 2) % 3" in release  # the stage of the step before: (phase - 1) mod 3
+    if shutil.which("nvcc"):
+        compiles_without_spills(src, tmp_path, "carried")
+
+
+def test_the_plan_round_trips_and_plans_without_it_keep_their_json():
+    _, _, _, plan = _plan()
+    assert "carry_gemms" not in plan.to_dict()
+    carried = replace(plan, carry_gemms=True)
+    assert ExecutionPlan.from_json(carried.to_json()) == carried
+    assert ExecutionPlan.from_json(plan.to_json()) == plan
+
+
+def test_a_single_stage_cannot_be_carried():
+    """The next step's stage fills while this step's wgmmas still read theirs: one version would deadlock."""
+    _, vdev, graph, plan = _plan(depth=1)
+    assert not violations(plan, graph, vdev)
+    found = violations(replace(plan, carry_gemms=True), graph, vdev)
+    assert {v.rule for v in found} == {"carry"} and "two versions" in str(found[0])
+
+
+def test_turns_and_other_work_in_the_loop_are_refused():
+    _, vdev, graph, plan = _plan()
+    turned = replace(plan, carry_gemms=True).extended(Handoff("consumer", "gemm_0", "gemm_0"))
+    assert "carry" in {v.rule for v in violations(turned, graph, vdev)}
+    fa = built("flash_attention", batch=1, heads=4, kv_heads=4, seq_len=512)
+    fa_graph = pt_tvm.extract(fa, vdev)
+    fa_plan = warp_specialized(fa_graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={},
+                               priority=Priority.PROGRAM)
+    assert carried_variant(fa_plan, fa_graph, vdev) is None
+    found = violations(replace(fa_plan, carry_gemms=True), fa_graph, vdev)
+    assert any(v.rule == "carry" and "gemms alone" in v.message for v in found)
+    a100 = hw.get("a100")
+    assert carried_variant(plan, graph, a100) is None
+
+
+@pytest.mark.parametrize("target", ["h100", "h200"])
+def test_the_search_picks_carried_gemms(target):
+    """The model prices a carried plan like the plan waiting for its wgmmas where L2 binds the loop (every GEMM
+    here); among equal prices the carried one ranks first (measured faster on one H200)."""
+    res, _, _ = schedule_template("gemm", target, params={"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"})
+    assert res.best.plan.carry_gemms
+    twin = next(c for c in res.ranked if c.plan == replace(res.best.plan, carry_gemms=False))
+    assert twin.seconds == pytest.approx(res.best.seconds)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("template, params", [
+    ("gemm", {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}),
+    ("gemm", {"M": 777, "N": 4096, "K": 4000, "dtype": "bfloat16"}),
+    ("gemm", {"M": 8192, "N": 8192, "K": 1000, "dtype": "float16"}),
+    ("gemm_rowsum", {"M": 2048, "N": 2048, "K": 2048, "dtype": "float16"}),
+    ("gemm_swiglu", {"M": 2048, "N": 4096, "K": 2048, "dtype": "bfloat16"}),
+], ids=["square", "ragged", "k1000", "rowsum", "swiglu"])
+@pytest.mark.parametrize("persistent", [False, True], ids=["launched", "persistent"])
+def test_carried_gemms_compute_every_output(template, params, persistent):
+    """The search's best carried plan, launched and persistent, against float32 PyTorch on fresh inputs (every
+    output, NaN in the free memory)."""
+    vdev = hw.from_device()
+    tmpl = get(template)
+    res, problem, _ = schedule_template(template, vdev, params=params)
+    cands = [c for c in res.ranked if c.plan.carry_gemms and c.plan.persistent == persistent]
+    if not cands:
+        pytest.skip(f"no carried {'persistent' if persistent else 'launched'} plan among the search's")
+    c = cands[0]
+    func = pt_tvm.passes.apply_plan(tmpl.build(**problem, **c.plan.tile), c.plan, vdev, c.graph)
+    kernel = tmpl.compile(func, vdev.tvm_target())
+    assert "wait_wgmma<1>" in kernel.get_kernel_source()
+    shape = {k: v for k, v in problem.items() if k not in tmpl.tile}
+    inputs = tmpl.make_inputs(shape, "cuda", torch.Generator(device="cuda").manual_seed(7))
+    refs = as_outputs(tmpl.reference(*inputs, **shape))
+    checks = check_call(kernel_outputs(tmpl, kernel), inputs, refs, inout=tmpl.inout_idx)
+    assert all(ch.rel_err < REL_TOL[shape["dtype"]] and ch.prefill == "nan" for ch in checks), (c.note, checks)
