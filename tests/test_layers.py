@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pt_tvm.cost",),
     ("pt_tvm.space",),
     ("pt_tvm.search",),
-    ("pt_tvm.passes.ir", "pt_tvm.passes.deps", "pt_tvm.passes.extract", "pt_tvm.passes.apply",
+    ("pt_tvm.passes.ir", "pt_tvm.passes.deps", "pt_tvm.passes.extract", "pt_tvm.passes.carry", "pt_tvm.passes.apply",
      "pt_tvm.passes.pipethreader", "pt_tvm.passes"),
     ("pt_tvm.templates.base", "pt_tvm.templates.online_softmax", "pt_tvm.templates.gemm",
      "pt_tvm.templates.flash_attention", "pt_tvm.templates.decode_attention", "pt_tvm.templates.mamba2",
