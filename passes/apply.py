@@ -25,8 +25,8 @@ from pt_tvm.emitted import (
     stage_distances,
 )
 from pt_tvm.errors import PtTvmError
-from pt_tvm.graph import Placement, STaskGraph, dtype_bytes
-from pt_tvm.lowering import base_stage, carried_gemms, emission_configs, handoff_barriers, wgmma_waits
+from pt_tvm.graph import Placement, STaskGraph
+from pt_tvm.lowering import base_stage, emission_configs, handoff_barriers, wgmma_waits
 from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style, TileOrder
 from pt_tvm.stream_k import FIXUP_NAMESPACE, Split, accumulator, fixup_source
 from pt_tvm.verify import verify
@@ -97,19 +97,8 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
     if barriers:
         func = func.with_attr(_BARRIERS, json.dumps(barriers))
     if plan.carry_gemms:
-        func = carried(func, vdev.tvm_target(), pass_configs(func), _accumulator_registers(plan, graph, vdev))
+        func = carried(func, vdev.tvm_target(), pass_configs(func))
     return func.with_attr(PLAN_ATTR, plan.to_json())
-
-
-def _accumulator_registers(plan: ExecutionPlan, graph: STaskGraph, vdev: Any) -> dict[str, int]:
-    """32-bit registers a thread of its role holds of each carried gemm's accumulator."""
-    out = {}
-    for role, gemms in carried_gemms(plan, graph).items():
-        threads = plan.role(role).warps * vdev.eu.warp_size
-        for g in gemms:
-            acc = graph.buffers[graph.stask(g).writes[0].buffer]
-            out[acc.name] = math.prod(acc.shape) * dtype_bytes(acc.dtype) // (4 * threads)
-    return out
 
 
 def check_emitted(func: tirx.PrimFunc, source: str) -> None:

@@ -6,8 +6,13 @@ from its last wgmma's end to its next step's first issue. CUTLASS's mainloop ins
 own wgmmas and releases the stage of the step before. Here the schedule is materialized in pt-tvm (the same
 passes TileLang would run up to it, in its order; TileLang's own lowering then finds no schedule left to
 materialize), and each consumer loop step of the carried roles is rewritten: its gemms issued without a wait,
-then ``wait_wgmma<gemms>``, then the previous step's releases (from the second step on); its last step, peeled
-after the loop, waits for every group and releases its own stages too.
+then ``wait_wgmma<gemms>``, then the previous step's releases (from the second step on); after the loop,
+``wait_wgmma<0>`` and the last step's releases.
+
+Only persistent plans carry (:mod:`pt_tvm.verify`): in launched kernels, whose epilogue follows the loop in
+straight-line code, ptxas moved the epilogue's conversions of the accumulator above the wait after the loop
+(wrong sums on one H200), and carrying gained nothing there (0.99x); peeling the last step into the loop's
+tail avoided that but cost the persistent kernels 5% (``benchmarks/results/2026-11-29-h200-carry``).
 """
 from __future__ import annotations
 
@@ -25,15 +30,11 @@ __all__ = ["carried", "GEMM_OPS", "WG_WAIT"]
 GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
 WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
 _RELEASE = "tirx.ptx_arrive_barrier"
-_FENCE = tvm.ir.Op.get("tl.warpgroup_fence_operand")  # T.warpgroup_fence_operand, outside a builder
 
 
-def carried(func: tirx.PrimFunc, target: Any, configs: Mapping[str, Any], registers: Mapping[str, int]
-            ) -> tirx.PrimFunc:
-    """``func`` (carrying a ``WSSchedule``) with its schedule materialized for ``target`` under pass ``configs`` and
-    every consumer loop that runs gemms carried; ``registers``: the 32-bit registers a thread holds of each
-    carried gemm's accumulator (by buffer name), fenced after the last wait as TileLang fences them after a
-    gemm's own wait."""
+def carried(func: tirx.PrimFunc, target: Any, configs: Mapping[str, Any]) -> tirx.PrimFunc:
+    """``func`` (carrying a ``WSSchedule`` whose carried gemms were stamped ``wg_wait=-1``) with its schedule
+    materialized for ``target`` under pass ``configs`` and every consumer loop that runs gemms carried."""
     mod = tvm.IRModule({"main": func})
     with target, tvm.transform.PassContext(config=dict(configs)):
         for p in (tirx.transform.BindTarget(target),
@@ -46,7 +47,7 @@ def carried(func: tirx.PrimFunc, target: Any, configs: Mapping[str, Any], regist
 
     def visit(n: tirx.Stmt) -> tirx.Stmt | None:
         if isinstance(n, tirx.For):
-            new = _carry_loop(n, registers)
+            new = _carry_loop(n)
             if new is not None:
                 rewritten.append(n.loop_var.name)
                 return new
@@ -94,50 +95,30 @@ def _one_step_back(stmt: tirx.Stmt, counters: list[tirx.Buffer], k: tirx.Var | N
     return tirx.stmt_functor.substitute(stmt, {k: k_value}) if k is not None else stmt
 
 
-def _carry_loop(loop: tirx.For, registers: Mapping[str, int]) -> tirx.Stmt | None:
-    """The loop, carried, with its last step peeled after it; None where its body is not a consumer step of
-    gemms then releases.
-
-    The last step waits for every group and fences the accumulators, so that nothing after it can read one early:
-    with a group left in flight at the loop's exit and a wait after the loop, ptxas moved an epilogue's
-    conversions of the accumulator above that wait (wrong sums on one H200); with the last step's wait a branch
-    in the loop, it drained every other step (``C7517``)."""
+def _carry_loop(loop: tirx.For) -> tirx.Stmt | None:
+    """The loop and what follows it, carried; None where its body is not a consumer step of gemms then
+    releases."""
     body = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
     gemms = [i for i, s in enumerate(body) if _is_gemm(s)]
     releases = [i for i, s in enumerate(body) if _is_release(s)]
     if not gemms or not releases or min(releases) < max(gemms):
         return None
-    accumulators = {b.name: b for b in (_accumulator(body[i]) for i in gemms)}
-    missing = sorted(set(accumulators) - set(registers))
-    if missing:
-        raise ValueError(f"carry_gemms: no register count for accumulator(s) {missing}")
-    fences = [tirx.Evaluate(tirx.call_intrin("handle", _FENCE, str(b.dtype), b.data, 0, registers[name]))
-              for name, b in accumulators.items()]
     counters = _counters(body)
     k = loop.loop_var
-    mine = [s for s in body if _is_release(s)]
+    last = [s for s in body if _is_release(s)]
     kept = [_no_wait(s) if _is_gemm(s) else s for s in body if not _is_release(s)]
     tail = len(kept) - len(counters)  # the releases go before the counters' steps, where they were
-    previous = _seq([_one_step_back(s, counters, k, k - 1) for s in mine])
-
-    def step(final: bool) -> tirx.Stmt:
-        wait = tirx.Evaluate(T.wait_wgmma(0 if final else len(gemms)))
-        ends = [*fences, *mine] if final else []
-        return _seq([*kept[:tail], wait, tirx.IfThenElse(k > loop.min, previous, None), *ends, *kept[tail:]])
-
-    last = loop.min + loop.extent - 1
-    steady = tirx.For(k, loop.min, loop.extent - 1, loop.kind, step(False), loop.thread_binding,
-                      loop.annotations, loop.step)
-    peeled = tirx.stmt_functor.substitute(step(True), {k: last})
-    if isinstance(loop.extent, tirx.IntImm) and loop.extent.value > 0:
-        return peeled if loop.extent.value == 1 else tirx.SeqStmt([steady, peeled])
-    return tirx.IfThenElse(loop.extent > 0, tirx.SeqStmt([steady, peeled]), None)
-
-
-def _accumulator(s: tirx.Evaluate) -> tirx.Buffer:
-    """The buffer a gemm tile op accumulates into (its third region)."""
-    regions = [a for a in s.value.args if isinstance(a, tirx.Call)]
-    return regions[2].args[0].buffer
+    wait = tirx.Evaluate(T.wait_wgmma(len(gemms)))
+    previous = [_one_step_back(s, counters, k, k - 1) for s in last]
+    step = [*kept[:tail], wait, tirx.IfThenElse(k > loop.min, _seq(previous), None), *kept[tail:]]
+    new_loop = tirx.For(k, loop.min, loop.extent, loop.kind, _seq(step), loop.thread_binding, loop.annotations,
+                        loop.step)
+    # after the loop every counter has stepped past the last step: one back is the last step's stage
+    drain = _seq([tirx.Evaluate(T.wait_wgmma(0)),
+                  *(_one_step_back(s, counters, k, loop.min + loop.extent - 1) for s in last)])
+    if not (isinstance(loop.extent, tirx.IntImm) and loop.extent.value > 0):
+        drain = tirx.IfThenElse(loop.extent > 0, drain, None)  # a loop that may not run released nothing
+    return tirx.SeqStmt([new_loop, drain])
 
 
 def _no_wait(s: tirx.Evaluate) -> tirx.Evaluate:

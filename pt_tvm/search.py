@@ -241,8 +241,8 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     (d64) measured 1.09x slower. Prices within PRICE_TIE of the fastest are equal: the model resolves no finer
     (the fused SwiGLU's 4 stages were priced 0.02% ahead of its 3, which measured 5% faster). The model prices
     carried gemms as the same plan's waiting ones wherever L2 or TMA binds the loop (every GEMM of the suites),
-    where on one H200 the carried ones measured 1.02-1.19x faster on all ten pairs timed
-    (benchmarks/results/2026-11-29-h200-gemm-inflight)."""
+    where on one H200 the persistent picks carried measured 1.015-1.032x their waiting twins in one process, and
+    block_K 32 plans 1.06-1.18x (benchmarks/results/2026-11-29-h200-carry)."""
     price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
     deeper = est.dram_bound or est.l2_bound
     return (price, est.dram_bytes, -plan.num_stages if deeper else plan.num_stages, not plan.carry_gemms,

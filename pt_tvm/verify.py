@@ -380,14 +380,18 @@ def _check_stream_k(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
 
 def _check_carry(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """Gemms carried into the next step (``carry_gemms``) hold their stages a step longer and their accumulators
-    busy across the step's end: a warp-specialized Hopper plan whose gemm roles run nothing but gemms in their
-    loop, at one stage, on operands that loop pipelines of at least two versions deliver, into accumulators no
-    other loop sTask touches; no turns, waits or stream-K split to interleave with."""
+    busy across the step's end: a persistent warp-specialized Hopper plan (:mod:`pt_tvm.passes.carry` says why
+    persistent) whose gemm roles run nothing but gemms in their loop, at one stage, on operands that loop
+    pipelines of at least two versions deliver, into accumulators no other loop sTask touches; no turns, waits
+    or stream-K split to interleave with."""
     def no(why: str) -> list[Violation]:
         return [Violation("carry", f"gemms carried into the next step {why}")]
 
     if plan.style != Style.WARP_SPECIALIZED or "wgmma" not in vdev.features:
         return no("need a warp-specialized plan on a chip with wgmma")
+    if not plan.persistent:
+        return no("need a persistent walk (in launched kernels ptxas read the accumulator before the last wait, "
+                  "and carrying gained nothing)")
     if plan.stream_k or plan.handoffs or plan.in_flight():
         return no("need a loop without turns, in-flight waits or a stream-K split")
     roles = carried_gemms(plan, graph)
