@@ -33,8 +33,8 @@ _RELEASE = "tirx.ptx_arrive_barrier"
 
 
 def carried(func: tirx.PrimFunc, target: Any, configs: Mapping[str, Any]) -> tirx.PrimFunc:
-    """``func`` (carrying a ``WSSchedule`` whose carried gemms were stamped ``wg_wait=-1``) with its schedule
-    materialized for ``target`` under pass ``configs`` and every consumer loop that runs gemms carried."""
+    """``func`` (carrying a ``WSSchedule``) with its schedule materialized for ``target`` under pass ``configs`` and
+    every consumer loop that runs gemms carried; ValueError where no loop has that form."""
     mod = tvm.IRModule({"main": func})
     with target, tvm.transform.PassContext(config=dict(configs)):
         for p in (tirx.transform.BindTarget(target),
@@ -73,18 +73,14 @@ def _is_release(s: tirx.Stmt) -> bool:
     return c is not None and isinstance(c.op, tvm.ir.Op) and c.op.name == _RELEASE
 
 
-def _counters(stmts: list[tirx.Stmt]) -> list[tirx.Buffer]:
-    """Buffers the loop step counts up by one (``x[0] = x[0] + 1``): the stages' phase counters."""
-    out = []
-    for s in stmts:
-        if (isinstance(s, tirx.BufferStore) and isinstance(s.value, tirx.Add)
-                and isinstance(s.value.a, tirx.BufferLoad) and s.value.a.buffer.same_as(s.buffer)
-                and isinstance(s.value.b, tirx.IntImm) and s.value.b.value == 1):
-            out.append(s.buffer)
-    return out
+def _is_counter(s: tirx.Stmt) -> bool:
+    """A step of a stage's phase counter (``x[0] = x[0] + 1``)."""
+    return (isinstance(s, tirx.BufferStore) and isinstance(s.value, tirx.Add)
+            and isinstance(s.value.a, tirx.BufferLoad) and s.value.a.buffer.same_as(s.buffer)
+            and isinstance(s.value.b, tirx.IntImm) and s.value.b.value == 1)
 
 
-def _one_step_back(stmt: tirx.Stmt, counters: list[tirx.Buffer], k: tirx.Var | None, k_value: Any) -> tirx.Stmt:
+def _one_step_back(stmt: tirx.Stmt, counters: list[tirx.Buffer], k: tirx.Var, k_value: Any) -> tirx.Stmt:
     """``stmt`` as the step before would run it: each counter one less, the loop variable ``k_value``."""
     def load(n: tirx.BufferLoad) -> tirx.PrimExpr | None:
         if any(n.buffer.same_as(b) for b in counters):
@@ -92,22 +88,24 @@ def _one_step_back(stmt: tirx.Stmt, counters: list[tirx.Buffer], k: tirx.Var | N
         return None
 
     stmt = tirx.stmt_functor.ir_transform(stmt, None, load, ["tirx.BufferLoad"])
-    return tirx.stmt_functor.substitute(stmt, {k: k_value}) if k is not None else stmt
+    return tirx.stmt_functor.substitute(stmt, {k: k_value})
 
 
 def _carry_loop(loop: tirx.For) -> tirx.Stmt | None:
-    """The loop and what follows it, carried; None where its body is not a consumer step of gemms then
-    releases."""
+    """The loop and what follows it, carried; None where its body is not a consumer step: waits, gemms, their
+    stages' releases, then the phase counters' steps."""
     body = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else [loop.body]
     gemms = [i for i, s in enumerate(body) if _is_gemm(s)]
     releases = [i for i, s in enumerate(body) if _is_release(s)]
-    if not gemms or not releases or min(releases) < max(gemms):
+    tail = next((i for i, s in enumerate(body) if _is_counter(s)), len(body))
+    if (not gemms or not releases or min(releases) < max(gemms) or max(releases) > tail
+            or not all(_is_counter(s) for s in body[tail:])):
         return None
-    counters = _counters(body)
+    counters = [s.buffer for s in body[tail:]]
     k = loop.loop_var
     last = [s for s in body if _is_release(s)]
     kept = [_no_wait(s) if _is_gemm(s) else s for s in body if not _is_release(s)]
-    tail = len(kept) - len(counters)  # the releases go before the counters' steps, where they were
+    tail -= len(last)  # the releases go before the counters' steps, where they were
     wait = tirx.Evaluate(T.wait_wgmma(len(gemms)))
     previous = [_one_step_back(s, counters, k, k - 1) for s in last]
     step = [*kept[:tail], wait, tirx.IfThenElse(k > loop.min, _seq(previous), None), *kept[tail:]]
