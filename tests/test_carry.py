@@ -115,11 +115,13 @@ def test_only_persistent_plans_carry():
 def test_swapped_tiles_are_not_offered_carried():
     """A swapped tile's gemm is emitted as m64n8 wgmmas, whose carried pipeline ptxas serializes (C7514): valid,
     not offered by the search."""
-    func = built("gemm", M=777, N=4096, K=4096, trans_B=True, swap_ab=1, block_M=112, block_N=256, block_K=64)
+    tile = {"swap_ab": 1, "block_M": 112, "block_N": 256, "block_K": 64}
+    func = built("gemm", M=777, N=4096, K=4096, trans_B=True, **tile)
     vdev = hw.get("h100")
     graph = pt_tvm.extract(func, vdev)
     plan = replace(warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={},
-                                    priority=Priority.PROGRAM), persistent=True)
+                                    priority=Priority.PROGRAM), persistent=True, tile=tile)
+    assert carried_variant(replace(plan, tile={**tile, "swap_ab": 0}), graph, vdev) is not None
     assert not violations(replace(plan, carry_gemms=True), graph, vdev)
     assert carried_variant(plan, graph, vdev) is None
 
