@@ -5,9 +5,9 @@ A consumer warpgroup of a warp-specialized GEMM that waits for its step's wgmmas
 it releases the step's stage leaves the tensor cores idle from its last wgmma's end to its next step's first
 issue; a carried step waits for all but its own wgmmas and releases the stage of the step before
 (:mod:`pt_tvm.passes.carry`). Its first run (ab25a9e, before the plan could say it) rewrote the emitted CUDA of
-the search's picks. Now per config: the search's pick and the best plan of the other ``block_K``, each carried
-and waiting, checked on every output against the float32 reference on fresh random inputs, then timed beside
-cuBLAS in alternating rounds.
+the search's picks. Now per config: the search's pick and the best carried plan of the other ``block_K``, each
+also waiting (a pick the search does not carry, a launched one since f06ea26, is timed as it is), checked on every
+output against the float32 reference on fresh random inputs, then timed beside cuBLAS in alternating rounds.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.gemm_inflight $OUT``.
 """
