@@ -21,11 +21,11 @@ import torch
 from tilelang import env as tl_env
 from tilelang.engine import register_cuda_postproc
 
+from benchmarks.experiments.variants import check_and_time
 from benchmarks.suite import header
 from benchmarks.systems import build_system
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
-from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved
 
 CONFIGS = [dict(M=4096, N=4096, K=4096, dtype="float16"), dict(M=2048, N=6144, K=4096, dtype="float16"),
            dict(M=8192, N=4096, K=4096, dtype="float16")]
@@ -72,19 +72,8 @@ def main(out_dir: str) -> None:
             register_cuda_postproc(post or (lambda code, target: code), override=True)
             kernels[name] = tmpl.compile(planned_func("gemm", problem, c, vdev), vdev.tvm_target())
         register_cuda_postproc(lambda code, target: code, override=True)
-        make = lambda seed: tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
-        check = make(1_000)
-        refs = as_outputs(tmpl.reference(*check, **problem))
         cublas, _ = build_system("cublas", tmpl, problem, vdev)
-        fns, info = {"cublas": cublas, **kernels}, {}
-        for name, fn in fns.items():
-            (chk,) = check_call(fn, check, refs)
-            info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
-            assert chk.rel_err < REL_TOL[problem["dtype"]] and chk.prefill == "nan", (name, chk)
-        del refs, check
-        sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
-        for name, t in time_interleaved(fns, sets, rounds=9, round_ms=150.0).items():
-            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(problem) / t.ms / 1e9)
+        info = check_and_time({"cublas": cublas, **kernels}, tmpl, problem, vdev, rounds=9)
         rows.append({"config": cfg, "plan": pick.note, "tile": dict(pick.plan.tile), "systems": info})
         base = info["waiting"]["ms"]
         print(f"{cfg['M']}x{cfg['N']}x{cfg['K']}: " + "  ".join(

@@ -40,11 +40,11 @@ from tilelang import env as tl_env
 from tilelang.engine import register_cuda_postproc
 
 from benchmarks.experiments.attention_tiles import _cfg
+from benchmarks.experiments.variants import check_and_time
 from benchmarks.suite import header
 from benchmarks.systems import build_system
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
-from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved
 
 CONFIGS = [_cfg(128, 4096, False), _cfg(128, 4096, True), _cfg(64, 4096, True), _cfg(256, 4096, True)]
 WARPGROUP = "((int)threadIdx.x) >> 7"
@@ -112,21 +112,10 @@ def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
             kernels[name] = tmpl.compile(func, vdev.tvm_target())
         register_cuda_postproc(lambda code, target: code, override=True)
         shape = {k: v for k, v in problem.items() if k not in tmpl.tile}
-        make = lambda seed: tmpl.make_inputs(shape, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
-        check = make(1_000)
-        refs = as_outputs(tmpl.reference(*check, **shape))
         cudnn, _ = build_system("cudnn-sdpa", tmpl, shape, vdev)
-        fns, info = {"cudnn-sdpa": cudnn, **kernels}, {}
-        for name, fn in fns.items():
-            (chk,) = check_call(fn, check, refs)
-            info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
-            assert chk.rel_err < REL_TOL[shape["dtype"]] and chk.prefill == "nan", (name, chk)
+        info = check_and_time({"cudnn-sdpa": cudnn, **kernels}, tmpl, shape, vdev, rounds=7)
         for name in names:
             info[name]["rewritten"] = kernels[name].get_kernel_source() != kernels["as emitted"].get_kernel_source()
-        del refs, check
-        sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
-        for name, t in time_interleaved(fns, sets, rounds=7, round_ms=150.0).items():
-            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(shape) / t.ms / 1e9)
         rows.append({"config": shape, "plan": result.best.note, "systems": info})
         base = info["as emitted"]["ms"]
         print(f"D{shape['dim']} S{shape['seq_len']} {'causal' if shape['causal'] else 'full'}: "

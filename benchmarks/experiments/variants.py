@@ -21,7 +21,7 @@ from pt_tvm.search import Candidate, SearchResult, SearchSpace
 from pt_tvm.tune import compile_jobs, warm
 
 __all__ = ["describe", "priced", "compare", "compare_gemms", "bucket_line", "save_rows", "bucket_stores", "through",
-           "store_kernels", "compare_buckets"]
+           "store_kernels", "compare_buckets", "check_and_time"]
 
 Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
 
@@ -82,6 +82,25 @@ def compare_buckets(label: str, fns: Mapping[str, Callable], peer: str, make: Ca
     for name, t in timings.items():
         info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=flops / t.ms / 1e9, timing=way)
     print(bucket_line(label, info, peer) + f"  [{way}]", flush=True)
+    return info
+
+
+def check_and_time(fns: Mapping[str, Callable], tmpl, shape: Mapping, vdev: hw.VDevice, rounds: int) -> dict:
+    """Every system of one config checked on its output against the float32 reference on fresh inputs
+    (NaN-prefilled; a wrong one stops the run), then timed in ``rounds`` alternating rounds, inputs rotated past
+    the L2; {system: its figures}."""
+    make = lambda seed: tmpl.make_inputs(shape, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
+    check = make(1_000)
+    refs = as_outputs(tmpl.reference(*check, **shape))
+    info = {}
+    for name, fn in fns.items():
+        (chk,) = check_call(fn, check, refs)
+        info[name] = {"rel_err": chk.rel_err, "prefill": chk.prefill}
+        assert chk.rel_err < REL_TOL[shape["dtype"]] and chk.prefill == "nan", (name, chk)
+    del refs, check
+    sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
+    for name, t in time_interleaved(fns, sets, rounds=rounds, round_ms=150.0).items():
+        info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(shape) / t.ms / 1e9)
     return info
 
 
