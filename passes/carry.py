@@ -3,11 +3,12 @@
 TileLang's ``MaterializeWSSchedule`` releases a pipeline stage in the loop step that waited for it, so a consumer
 that reads a stage with wgmmas waits for them (``wait_wgmma<0>``) before the release, and the tensor cores idle
 from its last wgmma's end to its next step's first issue. CUTLASS's mainloop instead waits for all but the step's
-own wgmmas and releases the stage of the step before. Here the schedule is materialized in pt-tvm (the same
-passes TileLang would run up to it, in its order; TileLang's own lowering then finds no schedule left to
-materialize), and each consumer loop step of the carried roles is rewritten: its gemms issued without a wait,
-then ``wait_wgmma<gemms>``, then the previous step's releases (from the second step on); after the loop,
-``wait_wgmma<0>`` and the last step's releases.
+own wgmmas and releases the stage of the step before. Here the schedule is materialized in pt-tvm, after the
+TileLang passes it needs (target, launch, TMA-copy annotation, and let inlining, which TileLang runs only when a
+pass config forces it; TileLang runs its other early passes on the result: a waiting 4096^3 plan materialized
+this way lowers to the same CUDA as by TileLang alone), and each consumer loop step of the carried roles is
+rewritten: its gemms issued without a wait, then ``wait_wgmma<gemms>``, then the previous step's releases (from
+the second step on); after the loop, ``wait_wgmma<0>`` and the last step's releases.
 
 Only persistent plans carry (:mod:`pt_tvm.verify`): in launched kernels, whose epilogue follows the loop in
 straight-line code, ptxas moved the epilogue's conversions of the accumulator above the wait after the loop
