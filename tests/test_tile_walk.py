@@ -409,7 +409,8 @@ def test_walked_plans_compute_every_output(name, params, order, persistent):
     and walked persistently (tails guarded; FlashAttention's turns and per-tile Q carried across tiles)."""
     vdev = hw.from_device()
     template, problem, func, graph, plan = _planned(name, vdev, **params)
-    walked = replace(plan, tile_order=order, persistent=persistent)
+    # a GEMM's best plan carries its gemms into the next step, which only a persistent walk may (verify)
+    walked = replace(plan, tile_order=order, persistent=persistent, carry_gemms=plan.carry_gemms and persistent)
     _check_on_gpu(template, problem, apply_plan(func, walked, vdev, graph))
 
 
