@@ -305,6 +305,17 @@ def wgmma_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[
     return out
 
 
+def _load_bound_stretch(sim: "_Timeline") -> float:
+    """How much longer an L2-bound loop's iteration takes than its loads alone: its wgmmas' extra operand reads
+    (:func:`wgmma_factor`) stretch it as they stretch the tensor cores' work, which the loads hide in the
+    timeline. Measured on one H200 (benchmarks/results/2026-11-29-h200-gemm-carried, gemms carried into the next
+    step): 128x256 plans as 2 x m64n128 a warpgroup ran 1.02-1.07x, 256x128 plans as m64n64 1.10-1.20x the time
+    of the same tiles as m64n256, where the loads were priced alike (the factors: 1.05, 1.15). Pricing the
+    stretch took that run's first pick from 2.0% to 0.6% behind the fastest measured plan (geomean; worst 6.0% to
+    2.7%) and the H100 run of 2026-11-27-x4-suites (gemms waiting) from 2.0% to 0.7% (worst 7.1% to 2.6%)."""
+    return max(sim.wgmma.values(), default=1.0) if sim.l2_bound else 1.0
+
+
 def shared_port_cycles(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
     """Cycles a loop iteration keeps the EU's shared-memory port busy: its wgmmas' operand reads from shared
     memory (A again for every m64nNk16, :func:`pt_tvm.lowering.wgmma_width`) and its copies into and out of
@@ -453,7 +464,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     per_iter = max(per_iter, max(sim.busy.values(), default=0.0) / (iters - steady_lo))
     # the timeline books each sEU alone; their shared-memory traffic together stretches every iteration
     port = shared_port_cycles(plan, graph, vdev)
-    steady = max(per_iter, port)
+    steady = max(per_iter * _load_bound_stretch(sim), port)
     block = sim_end + max(0.0, graph.loop.trip_count - iters) * steady + (steady - per_iter) * min(
         iters, graph.loop.trip_count)
     blocks = graph.grid_blocks() or vdev.num_eus * bpe

@@ -25,6 +25,7 @@ H100_DEPTH_ALIAS = os.path.join(DATA, "h100-depth-alias-measured-plans.json.gz")
 H100_X4_SUITES = os.path.join(DATA, "h100-x4-suites-measured-plans.json.gz")  # 2026-11-27-x4-suites (cb5b2ef)
 H200_X2_SUITES = os.path.join(DATA, "h200-x2-suites-measured-plans.json.gz")  # 2026-11-28-h200-x2-suites (cb5b2ef)
 FRESH_GEMM = os.path.join(DATA, "fresh-gemm-measured-plans.json.gz")  # 2026-11-28-h200-x2-gemm, 2026-11-28-h100-gemm
+H200_CARRIED = os.path.join(DATA, "h200-carried-measured-plans.json.gz")  # 2026-11-29-h200-gemm-carried (563d031)
 CAUSAL_WALKS = os.path.join(DATA, "h200-causal-walks-measured-plans.json.gz")  # 2026-11-28-h200-causal-order
 
 
@@ -66,15 +67,20 @@ def test_h100_gemm_first_pick_and_ranks(h100_gemm):
     behind the fastest in geometric mean (10.7% at worst); Spearman 0.45 in mean, -0.2 at worst. Before the TMA
     was priced at its measured L2 rate with a per-request cost (pt_tvm.hw, ``cost.TMA_REQUEST_CYCLES``): 0.8%
     (4.1%) and 0.67. Those plans measured block_K 32 ahead of 64 by up to 10%, which the request cost prices
-    the other way; the layer GEMMs below (the layout ``linear`` runs) measured block_K 64 ahead everywhere."""
+    the other way; the layer GEMMs below (the layout ``linear`` runs) measured block_K 64 ahead everywhere.
+    Since the wgmmas' extra operand reads stretch an L2-bound iteration (``cost._load_bound_stretch``, as the
+    carried gemms measured): the same first picks, Spearman 0.17 (-0.4 at worst; 60% of the pairs more than 3%
+    apart ordered right, 76% before). These kernels waited for their wgmmas and had no split by rows: their
+    256x128x32 plans (m64n64 wgmmas) ran 1.03-1.07x their 128x256x32 twins (m64n128), faster at 8192-16384
+    rows, where the stretch prices them 1.10x slower."""
     every = h100_gemm[-1]
     assert every.kernel == "all" and every.configs == 32 and every.few_plans == 0
     assert every.gap_geomean < 1.03 and every.gap_worst < 1.11
-    assert every.spearman_mean > 0.42 and every.spearman_worst > -0.25
+    assert every.spearman_mean > 0.15 and every.spearman_worst > -0.45
 
 
 @pytest.mark.parametrize("path, chip, geomean, worst, rho_mean", [
-    (H100_LAYER_GEMMS, "h100", 1.02, 1.18, 0.62),
+    (H100_LAYER_GEMMS, "h100", 1.02, 1.18, 0.6),
     (H200_LAYER_GEMMS, "h200", 1.04, 1.19, 0.55),
 ])
 def test_layer_gemms_first_pick_and_ranks(path, chip, geomean, worst, rho_mean):
@@ -83,7 +89,8 @@ def test_layer_gemms_first_pick_and_ranks(path, chip, geomean, worst, rho_mean):
     fastest (17.7% worst), Spearman 0.66 (7.2% and -0.04 with the TMA at 128 B/clk and no request cost; 1.7%
     and 0.69 with L2's queueing, ``cost.TMA_QUEUE_CYCLES``); on one H200 (20 configs as ``linear`` calls them,
     512-4096 tokens, picked by this model) 3.9% (18.9%) and 0.59 (5.1% before; 3.5% and 0.64 with the
-    queueing)."""
+    queueing). With an L2-bound iteration stretched by its wgmmas' extra reads (``cost._load_bound_stretch``):
+    1.9% (17.7%) and 0.61 on the H100, 3.3% (18.9%) and 0.63 on the H200 (2.5% and 0.66 without)."""
     checks = [c for _, run in load_runs(path) for c in check_rows(run["rows"], hw.get(chip), offered_only=True)]
     s = summarize(checks)[-1]
     assert s.gap_geomean < geomean and s.gap_worst < worst and s.spearman_mean > rho_mean
@@ -160,9 +167,11 @@ def test_h100_suites_first_pick_and_ranks():
 def test_h100_x4_suites_first_pick_within_the_bar():
     """Every routine suite at cb5b2ef on four H100s (4 measured plans a config, the tuner settling each): the
     first pick is within issue 15's 3% of the fastest measured plan on every kernel (chunk_scan 0.0%,
-    chunk_state 2.7%, attention 0.0%, GEMM 2.0%, GEMM + row sum 0.2%); Spearman 1.00 on chunk_scan and 0.86 on
-    attention meet its 0.8, chunk_state's 0.46 does not, nor GEMM's 0.62 and GEMM + row sum's 0.60 (0.13 and 0.07
-    before the shared-memory port, cost.shared_port_cycles, priced a Square split of 256-row tiles slower)."""
+    chunk_state 2.7%, attention 0.0%, GEMM 0.7%, GEMM + row sum 0.4%); Spearman 1.00 on chunk_scan and 0.86 on
+    attention meet its 0.8, chunk_state's 0.51 does not, nor GEMM's 0.73 and GEMM + row sum's 0.53 (0.13 and 0.07
+    before the shared-memory port, cost.shared_port_cycles, priced a Square split of 256-row tiles slower; GEMM
+    2.0% and 0.62, GEMM + row sum 0.2% and 0.60 before an L2-bound iteration was stretched by its wgmmas' extra
+    reads, cost._load_bound_stretch)."""
     checks = [c for _, run in load_runs(H100_X4_SUITES) for c in check_rows(run["rows"], hw.get("h100"))]
     by_kernel = {s.kernel: s for s in summarize(checks)}
     assert [by_kernel[k].configs for k in ("chunk_scan", "chunk_state", "flash_attention", "gemm", "gemm_rowsum")] \
@@ -170,7 +179,8 @@ def test_h100_x4_suites_first_pick_within_the_bar():
     assert all(s.gap_geomean < 1.03 for s in by_kernel.values())
     assert by_kernel["flash_attention"].gap_worst < 1.02 and by_kernel["flash_attention"].spearman_mean > 0.8
     assert by_kernel["chunk_scan"].spearman_mean > 0.95 and by_kernel["chunk_state"].spearman_mean > 0.4
-    assert by_kernel["gemm"].spearman_mean > 0.55 and by_kernel["gemm_rowsum"].spearman_mean > 0.55
+    assert by_kernel["gemm"].gap_geomean < 1.01 and by_kernel["gemm"].gap_worst < 1.03
+    assert by_kernel["gemm"].spearman_mean > 0.7 and by_kernel["gemm_rowsum"].spearman_mean > 0.5
 
 
 def test_h200_x2_suites_first_pick_and_ranks():
@@ -189,16 +199,35 @@ def test_h200_x2_suites_first_pick_and_ranks():
 
 def test_gemm_runs_after_the_shared_memory_port():
     """gemm-core measured after the port was priced, on plans the model was not made from: on two H200s (a87f470)
-    the first pick is 0.7% behind the fastest measured GEMM plan and Spearman 0.84 (GEMM), 0.80 (GEMM + row sum);
-    on one H100 (0a3eea8) 1.6% and 0.44 / 0.40 (the Square splits under the L2 bound priced alike, NOTES-parity)."""
+    the first pick is 0.1% behind the fastest measured GEMM plan and Spearman 0.87 (GEMM), 0.67 (GEMM + row sum,
+    whose plans all ran within 3% of each other); on one H100 (0a3eea8) 0.2% and 0.56 / 0.20. Before an L2-bound
+    iteration was stretched by its wgmmas' extra reads (cost._load_bound_stretch): 0.7%, 0.84 and 0.80 on the
+    H200s, 1.6% and 0.44 / 0.40 on the H100 (the Square splits under the L2 bound priced alike, NOTES-parity)."""
     by_run = {name.split("/")[0]: {s.kernel: s for s in summarize(check_rows(run["rows"],
                                                                              hw.get(run["header"]["target"])))}
               for name, run in load_runs(FRESH_GEMM)}
     h200, h100 = by_run["2026-11-28-h200-x2-gemm"], by_run["2026-11-28-h100-gemm"]
     assert h200["gemm"].configs == h100["gemm"].configs == 9
-    assert h200["gemm"].gap_geomean < 1.01 and h200["gemm"].spearman_mean > 0.8
-    assert h200["gemm_rowsum"].spearman_mean > 0.75
-    assert h100["gemm"].gap_geomean < 1.02 and h100["gemm"].spearman_mean > 0.4
+    assert h200["gemm"].gap_geomean < 1.005 and h200["gemm"].spearman_mean > 0.85
+    assert h200["gemm_rowsum"].spearman_mean > 0.6
+    assert h100["gemm"].gap_geomean < 1.005 and h100["gemm"].spearman_mean > 0.5
+
+
+def test_carried_gemm_run_first_pick_and_ranks():
+    """gemm-core with the search's GEMM plans carried into the next step, on one H200 (563d031): the measured
+    times follow each plan's wgmma width (128x256 tiles as 2 x m64n128 a warpgroup 1.02-1.07x, 256x128 as
+    m64n64 1.10-1.20x the time of m64n256 plans) where the loads, the model's bound, priced them alike. With the
+    iteration stretched by the wgmmas' extra reads (``cost._load_bound_stretch``) the first pick is 0.4% behind
+    the fastest measured plan (2.7% at worst, LLaMA-3-8B up, and 2.5% at 70B up: launched 256x160 plans priced
+    ahead of the persistent 128x256), Spearman 0.96 on GEMM (0.80 at worst) and 1.00 on GEMM + row sum, every
+    pair of plans more than 3% apart ordered right; without it 1.8% (6.0%), Spearman 0.84 (0.40) and 0.87."""
+    [(_, run)] = load_runs(H200_CARRIED)
+    by_kernel = {s.kernel: s for s in summarize(check_rows(run["rows"], hw.get("h200")))}
+    assert by_kernel["gemm"].configs == 9 and by_kernel["gemm_rowsum"].configs == 3
+    every = by_kernel["all"]
+    assert every.gap_geomean < 1.006 and every.gap_worst < 1.03 and every.pairs_right == 1.0
+    assert by_kernel["gemm"].spearman_mean > 0.9 and by_kernel["gemm"].spearman_worst > 0.79
+    assert by_kernel["gemm_rowsum"].spearman_mean > 0.95
 
 
 @pytest.fixture(scope="module")
