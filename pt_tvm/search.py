@@ -23,7 +23,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
 from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order
@@ -198,26 +198,30 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the slower
     # of a head's block and a tail's, cost.estimate)
     if space.stream_k:
-        walks = ((c, stream_k_walks(c.plan, graph, vdev)) for c in ranked(out))
-        for c, splits in itertools.islice(((c, w) for c, w in walks if w), _WALK_VARIANTS):
+        for c, splits in _variants(ranked(out), stream_k_walks, graph, vdev, _WALK_VARIANTS):
             for v in splits:
                 consider(v, c.note.split(", tiles in ")[0] + ("" if v.tile_order.is_launch_order else
                                                               f", tiles in {v.tile_order.describe()}") + ", stream-K")
-    # on request, the best few with their gemm tiles split over the warpgroups by rows (wider wgmmas: fewer reads
-    # of shared memory, cost.shared_port_cycles)
+    # on request, the best few of the plans whose gemm tiles a split over the warpgroups by rows widens (wider
+    # wgmmas: fewer reads of shared memory, cost.shared_port_cycles), so split; the best few of all may have none
+    # to split (one consumer warpgroup)
     if space.row_split:
-        for c in ranked(out)[:_ROW_SPLIT_VARIANTS]:
-            v = row_split_variant(c.plan, graph, vdev)
-            if v is not None:
-                consider(v, c.note + ", gemm rows split over warpgroups")
-    # the best few with their loop's gemms kept in flight into the next step (the tensor cores need not idle
-    # while a warpgroup waits for its step's wgmmas before releasing the step's stage)
+        for c, v in _variants(ranked(out), row_split_variant, graph, vdev, _ROW_SPLIT_VARIANTS):
+            consider(v, c.note + ", gemm rows split over warpgroups")
+    # the best few of the plans that may keep their loop's gemms in flight into the next step (the tensor cores
+    # need not idle while a warpgroup waits for its step's wgmmas before releasing the step's stage), so kept
     if space.carry_gemms:
-        for c in ranked(out)[:_CARRY_VARIANTS]:
-            v = carried_variant(c.plan, graph, vdev)
-            if v is not None:
-                consider(v, c.note + ", gemms carried into the next step")
+        for c, v in _variants(ranked(out), carried_variant, graph, vdev, _CARRY_VARIANTS):
+            consider(v, c.note + ", gemms carried into the next step")
     return ranked(out)
+
+
+def _variants(cands: Sequence[Candidate], variant: Callable, graph: STaskGraph, vdev: VDevice,
+              count: int) -> Iterator[tuple[Candidate, Any]]:
+    """(candidate, its variants) for the first ``count`` candidates that have any (``variant`` gives None or
+    nothing where a candidate has none)."""
+    pairs = ((c, variant(c.plan, graph, vdev)) for c in cands)
+    return itertools.islice(((c, v) for c, v in pairs if v), count)
 
 
 def offers_depth(graph: STaskGraph, vdev: VDevice, depth: int, space: SearchSpace = SearchSpace()) -> bool:

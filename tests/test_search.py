@@ -404,3 +404,20 @@ def test_row_split_is_searched_where_it_widens_the_wgmma(block_M, block_N):
         assert not violations(c.plan, graph, vdev)
         assert ", gemm rows split over warpgroups" in c.note
         assert c.seconds < priced[(c.plan.steps, c.plan.pipelines, c.plan.tile_order, c.plan.persistent)]
+
+
+def test_row_split_variants_come_from_the_plans_a_split_widens():
+    """LLaMA-3-8B's o projection at 512 tokens in 128x128x64 tiles on an H200: its best plans have one consumer
+    warpgroup (two m64n128 wgmmas), which a split by rows cannot widen, priced level with two warpgroups split by
+    rows. The split variants come from the best plans a split widens, so the split is searched and picked (no
+    note ranks the one-warpgroup tie ahead). At 9269cbb they came from the best four plans alone, found none, and
+    the one-warpgroup plan ran the layer's o and down GEMMs in 120.5 us where the split ran them in 104 (one H200,
+    benchmarks/results/2026-11-29-h200-layers-carried against 2026-11-27-h200-layers)."""
+    vdev = hw.get("h200")
+    graph = extract(get("gemm").build(M=512, N=4096, K=4096, trans_B=True, block_M=128, block_N=128, block_K=64,
+                                      threads=128), vdev)
+    searched = search_graph(graph, vdev)
+    consumers = lambda c: c.plan.roles[-1].warp_hi - c.plan.roles[-1].warp_lo  # noqa: E731
+    assert searched[0].plan.row_split and consumers(searched[0]) == 8
+    single = [c for c in searched if consumers(c) == 4]
+    assert single and single[0].seconds < 1.01 * searched[0].seconds  # the tie that hid the split
