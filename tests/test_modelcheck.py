@@ -71,8 +71,8 @@ def test_h100_gemm_first_pick_and_ranks(h100_gemm):
     Since the wgmmas' extra operand reads stretch an L2-bound iteration (``cost._load_bound_stretch``, as the
     carried gemms measured): the same first picks, Spearman 0.17 (-0.4 at worst; 60% of the pairs more than 3%
     apart ordered right, 76% before). These kernels waited for their wgmmas and had no split by rows: their
-    256x128x32 plans (m64n64 wgmmas) ran 1.03-1.07x their 128x256x32 twins (m64n128), faster at 8192-16384
-    rows, where the stretch prices them 1.10x slower."""
+    256x128x32 plans (m64n64 wgmmas) ran 1.02-1.08x their 128x256x32 twins (m64n128), faster at 8192^3 and
+    16384^3, where the stretch prices them 1.10x slower."""
     every = h100_gemm[-1]
     assert every.kernel == "all" and every.configs == 32 and every.few_plans == 0
     assert every.gap_geomean < 1.03 and every.gap_worst < 1.11
