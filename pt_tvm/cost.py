@@ -312,8 +312,11 @@ def _load_bound_stretch(sim: "_Timeline") -> float:
     step): 128x256 plans as 2 x m64n128 a warpgroup ran 1.02-1.07x, 256x128 plans as m64n64 1.10-1.20x the time
     of the same tiles as m64n256, where the loads were priced alike (the factors: 1.05, 1.15). Pricing the
     stretch took that run's first pick from 2.0% to 0.6% behind the fastest measured plan (geomean; worst 6.0% to
-    2.7%) and the H100 run of 2026-11-27-x4-suites (gemms waiting) from 2.0% to 0.7% (worst 7.1% to 2.6%)."""
-    return max(sim.wgmma.values(), default=1.0) if sim.l2_bound else 1.0
+    2.7%) and the H100 run of 2026-11-27-x4-suites (gemms waiting) from 2.0% to 0.7% (worst 7.1% to 2.6%).
+    Swapped tiles (``swap_ab``) are left out: none was measured so, and the SwiGLU projection at 777 tokens ran
+    its swapped 112x256 tile in 277 us (2026-11-27-h200-layers) and the carried plain 128x256 in 285 us
+    (2026-11-29-h200-layers-carried; two runs on H200s), where the stretch prices the swapped tile 1% slower."""
+    return max(sim.wgmma.values(), default=1.0) if sim.l2_bound and not sim.plan.tile.get("swap_ab") else 1.0
 
 
 def shared_port_cycles(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
