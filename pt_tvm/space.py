@@ -450,8 +450,10 @@ def row_split_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
 def carried_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan | None:
     """The warp-specialized plan with its loop's gemms carried into the next step (``carry_gemms``), where that
     verifies; else None. Not for swapped gemm tiles (``swap_ab``): TileLang 0.1.15 issues them as m64n8 wgmmas,
-    whose carried pipeline ptxas serializes (``C7514``: correct, and no faster than waiting)."""
-    if plan.style != Style.WARP_SPECIALIZED or plan.carry_gemms or plan.tile.get("swap_ab"):
+    whose carried pipeline ptxas serializes (``C7514``: correct, and no faster than waiting). Nor for launched
+    plans, which verify rejects carried: left out before verifying (the search asks every plan it ranks)."""
+    if (plan.style != Style.WARP_SPECIALIZED or plan.carry_gemms or plan.tile.get("swap_ab")
+            or not plan.persistent):
         return None
     v = replace(plan, carry_gemms=True)
     return None if violations(v, graph, vdev) else v
