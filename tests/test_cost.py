@@ -383,9 +383,9 @@ def test_wgmma_operand_reads_and_tile_loads_share_the_shared_memory_port():
     (cost._load_bound_stretch: 1.11 for m64n80, 1.03 for m64n160), past the port: priced 9.3% slower, as it ran
     1.03-1.22x slower on H100s and H200s at cb5b2ef (benchmarks/results/2026-11-27-x4-suites,
     2026-11-28-h200-x2-suites) where the model had them 0.1% apart. Since the TMA's request cost fell to 25 cycles
-    the Square split's simulated iteration is its wgmmas' (1479, their factor counted), not its loads', and the
-    stretch multiplies that again: a double count (NOTES-parity) that orders these two plans as measured. Without
-    wgmma (an A100) the port is not priced."""
+    the Square split's simulated iteration (1479, its wgmmas' factor counted) outlasts its loads, and the stretch
+    multiplies that again: a double count (NOTES-parity) that orders these two plans as measured. Without wgmma
+    (an A100) the port is not priced."""
     vdev = hw.get("h100")
     graph = _graph("gemm", "h100", M=8192, N=8192, K=8192, block_M=256, block_N=160, block_K=64)
     square = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
@@ -403,6 +403,7 @@ def test_wgmma_operand_reads_and_tile_loads_share_the_shared_memory_port():
     assert loads == pytest.approx(1451, abs=1)
     assert fast.cycles_per_iteration > cost.shared_port_cycles(rows, graph, vdev)
     assert slow.cycles_per_iteration > loads * stretch[0]
+    assert slow.cycles_per_iteration == pytest.approx(1479 * stretch[0], abs=2)
     assert slow.cycles_per_iteration > cost.shared_port_cycles(square, graph, vdev)
     assert slow.seconds > 1.07 * fast.seconds
     a100 = hw.get("a100")
