@@ -27,16 +27,18 @@ from pt_tvm.emitted import (
 from pt_tvm.errors import PtTvmError
 from pt_tvm.graph import Placement, STaskGraph
 from pt_tvm.lowering import base_stage, emission_configs, handoff_barriers, wgmma_waits
-from pt_tvm.plan import ExecutionPlan, Handoff, Pipeline, Style, TileOrder
+from pt_tvm.plan import CLUSTER, ExecutionPlan, Handoff, Pipeline, Style, TileOrder
 from pt_tvm.stream_k import FIXUP_NAMESPACE, Split, accumulator, fixup_source
 from pt_tvm.verify import verify
 
 from .carry import GEMM_OPS, WG_WAIT, carried
 from .extract import graph_for
 from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, text, top_level
+from .materialize import materialized
+from .multicast import clustered
 
 __all__ = ["ApplyPipelineSchedule", "apply_plan", "is_planned", "pass_configs", "check_emitted", "ScheduleMismatch",
-           "PLAN_ATTR"]
+           "PLAN_ATTR", "multicast_buffers"]
 
 _WS_SCHEDULE = "tl.ws_schedule"
 _ORDER, _STAGE = "tl_pipeline_order", "tl_pipeline_stage"
@@ -96,9 +98,19 @@ def apply_plan(func: tirx.PrimFunc, plan: ExecutionPlan, target: Any = None,
     barriers = sorted(i for ids in handoff_barriers(plan, vdev).values() for i in ids)
     if barriers:
         func = func.with_attr(_BARRIERS, json.dumps(barriers))
-    if plan.carry_gemms:
-        func = carried(func, vdev.tvm_target(), pass_configs(func))
+    if plan.carry_gemms or plan.multicast:  # rewrites of the schedule materialized
+        func = materialized(func, vdev.tvm_target(), pass_configs(func))
+        if plan.carry_gemms:
+            func = carried(func)
+        if plan.multicast:
+            func = clustered(func, multicast_buffers(plan, graph))
     return func.with_attr(PLAN_ATTR, plan.to_json())
+
+
+def multicast_buffers(plan: ExecutionPlan, graph: STaskGraph) -> list[str]:
+    """The shared buffers that the plan's 2-CTA clusters fill by TMA multicast (``ExecutionPlan.multicast``)."""
+    return sorted({a.buffer for t in graph.loads_shared_along(plan.multicast) for a in t.writes
+                   if a.scope == "shared"}) if plan.multicast else []
 
 
 def check_emitted(func: tirx.PrimFunc, source: str) -> None:
@@ -408,7 +420,8 @@ class _TileWalk:
         self.plan = plan
         self.vars = [var for var, _ in launch.values()]
         self.extents = [ext for _, ext in launch.values()]
-        self.workers = vdev.num_eus
+        self.names = list(launch)
+        self.workers = vdev.num_eus - vdev.num_eus % CLUSTER if plan.multicast else vdev.num_eus
         self.warp = vdev.eu.warp_size
         self.loop_id = graph.loop.id
         if plan.stream_k:  # the segment a block runs: its tile and k-range, bound per step of the walk
@@ -429,6 +442,8 @@ class _TileWalk:
             return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
         if self.plan.stream_k:
             return self._segments(stmts, gx, gy, x, y, z)
+        if self.plan.multicast:
+            return self._pairs(stmts, x, y, z)
         step, tile = tirx.Var("tile_step", "int32"), tirx.Var("tile", "int32")
         total = math.prod(self.extents)
         cx, cy = _walked(order, tile % (gx * gy) if z is not None else tile, gx, gy)
@@ -453,6 +468,26 @@ class _TileWalk:
         walk = [tirx.Bind(self.worker, x), *(tirx.Bind(v, _split_call(f, x, step)) for v, f in zip(
             self.segment, ("tile", "k_begin", "k_end", "slot"))), *binds, tirx.IfThenElse(k0 < k1, _seq(body), None)]
         return [tirx.For(step, 0, self.split.segments, tirx.ForKind.SERIAL, _seq(walk),
+                         annotations={WS_OP_ID: TILES_ID})]
+
+    def _pairs(self, stmts: list[tirx.Stmt], x: Any, y: Any, z: Any) -> list[tirx.Stmt]:
+        """A multicast plan's walk: the clusters walk pairs of tiles, neighbours along the plan's launch index,
+        in its order; the CTAs of a cluster (consecutive blocks) take the pair's two tiles, ``2 * pair + rank``
+        along that index. Both run the same steps, so their barriers stay in step."""
+        axis = self.names.index(self.plan.multicast)
+        half = [*self.extents, 1, 1][:3]
+        half[axis] //= CLUSTER
+        gx, gy = half[0], half[1]
+        clusters, pairs = self.workers // CLUSTER, math.prod(half)
+        step, pair = tirx.Var("tile_step", "int32"), tirx.Var("tile_pair", "int32")
+        coords = list(_walked(self.plan.tile_order, pair % (gx * gy) if z is not None else pair, gx, gy))
+        coords[axis] = coords[axis] * CLUSTER + x % CLUSTER
+        binds, subst = self._bind({x: coords[0], y: coords[1], z: pair // (gx * gy) if z is not None else None})
+        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts])
+        if pairs % clusters:
+            body = tirx.IfThenElse(pair < pairs, body, None)
+        return [tirx.For(step, 0, -(-pairs // clusters), tirx.ForKind.SERIAL,
+                         _seq([tirx.Bind(pair, step * clusters + x // CLUSTER), *binds, body]),
                          annotations={WS_OP_ID: TILES_ID})]
 
     def _k_range(self, stmt: tirx.Stmt, k0: Any, k1: Any) -> tirx.Stmt:

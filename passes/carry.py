@@ -3,12 +3,10 @@
 TileLang's ``MaterializeWSSchedule`` releases a pipeline stage in the loop step that waited for it, so a consumer
 that reads a stage with wgmmas waits for them (``wait_wgmma<0>``) before the release, and the tensor cores idle
 from its last wgmma's end to its next step's first issue. CUTLASS's mainloop instead waits for all but the step's
-own wgmmas and releases the stage of the step before. Here the schedule is materialized in pt-tvm, after the
-TileLang passes it needs (target, launch, TMA-copy annotation, and let inlining, which TileLang runs only when a
-pass config forces it; TileLang runs its other early passes on the result: a waiting 4096^3 plan materialized
-this way lowers to the same CUDA as by TileLang alone), and each consumer loop step of the carried roles is
-rewritten: its gemms issued without a wait, then ``wait_wgmma<gemms>``, then the previous step's releases (from
-the second step on); after the loop, ``wait_wgmma<0>`` and the last step's releases.
+own wgmmas and releases the stage of the step before. Here the schedule is materialized in pt-tvm
+(:mod:`pt_tvm.passes.materialize`) and each consumer loop step of the carried roles is rewritten: its gemms issued
+without a wait, then ``wait_wgmma<gemms>``, then the previous step's releases (from the second step on); after the
+loop, ``wait_wgmma<0>`` and the last step's releases.
 
 Only persistent plans carry (:mod:`pt_tvm.verify`): in launched kernels, whose epilogue follows the loop in
 straight-line code, ptxas moved the epilogue's conversions of the accumulator above the wait after the loop
@@ -17,9 +15,8 @@ tail avoided that but cost the persistent kernels 5% (``benchmarks/results/2026-
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
-import tilelang
 import tilelang.language as T
 from tilelang import tvm
 from tvm import tirx
@@ -33,17 +30,9 @@ WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight
 _RELEASE = "tirx.ptx_arrive_barrier"
 
 
-def carried(func: tirx.PrimFunc, target: Any, configs: Mapping[str, Any]) -> tirx.PrimFunc:
-    """``func`` (carrying a ``WSSchedule``) with its schedule materialized for ``target`` under pass ``configs`` and
-    every consumer loop that runs gemms carried; ValueError where no loop has that form."""
-    mod = tvm.IRModule({"main": func})
-    with target, tvm.transform.PassContext(config=dict(configs)):
-        for p in (tirx.transform.BindTarget(target),
-                  tilelang.transform.MaterializeKernelLaunch(lower_thread_binding=True, default_threads=128),
-                  tilelang.cuda.transform.AnnotateDeviceBoundTmaCopies(), tilelang.transform.LetInline(),
-                  tilelang.cuda.transform.MaterializeWSSchedule()):
-            mod = p(mod)
-    out = mod["main"]
+def carried(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func``, its ``WSSchedule`` materialized (:func:`~pt_tvm.passes.materialize.materialized`), with every
+    consumer loop that runs gemms carried; ValueError where no loop has that form."""
     rewritten = []
 
     def visit(n: tirx.Stmt) -> tirx.Stmt | None:
@@ -54,10 +43,10 @@ def carried(func: tirx.PrimFunc, target: Any, configs: Mapping[str, Any]) -> tir
                 return new
         return None
 
-    body = tirx.stmt_functor.ir_transform(out.body, None, visit, ["tirx.For"])
+    body = tirx.stmt_functor.ir_transform(func.body, None, visit, ["tirx.For"])
     if not rewritten:
         raise ValueError("carry_gemms: no consumer loop of gemms and stage releases found in the materialized kernel")
-    return out.with_body(body, span=out.span)
+    return func.with_body(body, span=func.span)
 
 
 def _call(s: tirx.Stmt) -> tirx.Call | None:

@@ -36,7 +36,7 @@ from .cache import atomic_write
 from .graph import OpKind, Placement, STask, STaskGraph, dtype_bytes
 from .hw import SEUKind, VDevice
 from .lowering import wgmma_width
-from .plan import Append, ExecutionPlan, Style, TileOrder
+from .plan import CLUSTER, Append, ExecutionPlan, Style, TileOrder
 from .simulate import Simulation, Stream
 from .stream_k import Split, accumulator
 from .verify import gemm_warpgroups, register_estimate, shared_bytes
@@ -147,12 +147,14 @@ def _global_load(t: STask) -> bool:
     return t.op == OpKind.COPY and bool(t.reads) and t.reads[0].scope == "global"
 
 
-def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice) -> float:
-    """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory; an LSU
-    store into rows that start off 16-byte boundaries moves its narrower vectors (``vector_bytes``) at the rate
-    its 16-byte ones would (the same instructions a cycle)."""
+def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, readers: int = 1) -> float:
+    """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory (a read
+    that ``readers`` EUs share, multicast, costs each of them its share of L2 once for all); an LSU store into
+    rows that start off 16-byte boundaries moves its narrower vectors (``vector_bytes``) at the rate its 16-byte
+    ones would (the same instructions a cycle)."""
     rate = vdev.eu.seu(kind).throughput * int(t.attrs.get("vector_bytes", 16)) / 16
-    return min(rate, vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)) if _global(t) else rate
+    share = vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)
+    return min(rate, share * readers) if _global(t) else rate
 
 
 def _dram_rate(t: STask, graph: STaskGraph, vdev: VDevice, reuse: float = 1.0) -> float:
@@ -167,13 +169,15 @@ def copy_rates(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice,
 
     DRAM feeds L2 while the sEUs read it, so the loop's global copies together take the longer of their
     L2 time and the DRAM time of the bytes L2 misses (:func:`dram_reuse`), shared out in proportion to
-    their L2 time; a copy outside the loop runs alone. ``reuse``: :func:`dram_reuse`'s, when at hand.
+    their L2 time; a copy outside the loop runs alone; a load a 2-CTA cluster multicasts (``plan.multicast``)
+    reads L2 once for both CTAs. ``reuse``: :func:`dram_reuse`'s, when at hand.
     """
     reuse = dram_reuse(plan, graph, vdev) if reuse is None else reuse
     seu = {a.stask: a.seu for a in plan.appends}
     copies = [t for t in graph.stasks
               if t.op in (OpKind.COPY, OpKind.ATOMIC) and seu[t.id] in (SEUKind.TMA, SEUKind.LSU)]
-    l2 = {t.id: _l2_rate(t, seu[t.id], graph, vdev) for t in copies}
+    shared = {t.id for t in graph.loads_shared_along(plan.multicast)} if plan.multicast else set()
+    l2 = {t.id: _l2_rate(t, seu[t.id], graph, vdev, CLUSTER if t.id in shared else 1) for t in copies}
     dram = {t.id: _dram_rate(t, graph, vdev, reuse.get(t.id, 1.0)) for t in copies}
     loop = [t for t in copies if t.placement == Placement.LOOP and _global(t)]
     l2_time = sum(t.bytes / l2[t.id] for t in loop)

@@ -273,7 +273,8 @@ class VDevice:
             raise HardwareError(f"malformed chip description: {e}") from None
 
 
-FEATURES = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl"})
+FEATURES = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl",
+                      "clusters"})
 """Emission capabilities a chip may list (see :class:`VDevice`)."""
 _REQUIRED_SEUS = (SEUKind.LSU, SEUKind.TENSOR_CORE, SEUKind.CUDA_CORE)
 
@@ -362,7 +363,8 @@ _HOPPER_EU = EU(
     min_regs_per_thread=24,  # setmaxnreg accepts 24..256 (PTX ISA 8.x)
     smem_bandwidth=128.0,  # 32 banks x 4 B a clock
 )
-_HOPPER = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl"})
+_HOPPER = frozenset({"warp_specialization", "software_pipeline", "cp_async", "tma", "wgmma", "setmaxnreg", "pdl",
+                     "clusters"})
 
 H100 = VDevice(
     name="h100",

@@ -60,6 +60,9 @@ class Violation:
         return f"[{self.rule}] {self.message}"
 
 
+CLUSTER = 2  # CTAs a cluster of a multicast plan (ExecutionPlan.multicast)
+
+
 class Style(str, enum.Enum):
     """How the plan reaches TileLang."""
 
@@ -232,6 +235,11 @@ class ExecutionPlan:
         cores run one step's wgmmas behind the last one's instead of idling while a warpgroup waits for them.
         TileLang's ``WSSchedule`` releases a stage in the step that waited for it; pt-tvm moves the release
         (:mod:`pt_tvm.passes.carry`).
+    multicast : str
+        A launch index of the grid (e.g. ``"by"``), or empty. Set, a persistent plan runs its output tiles in pairs
+        of neighbours along that index on the two CTAs of a cluster, and the loop's copies whose tile does not vary
+        along it (:meth:`~pt_tvm.graph.STaskGraph.loads_shared_along`) are loaded once into both by TMA multicast:
+        half their L2 reads (:mod:`pt_tvm.passes.multicast`).
     """
 
     graph: str
@@ -247,6 +255,7 @@ class ExecutionPlan:
     row_split: bool = False
     stream_k: bool = False
     carry_gemms: bool = False
+    multicast: str = ""
 
     # ------------------------------------------------------------ views
     @functools.cached_property
@@ -328,6 +337,8 @@ class ExecutionPlan:
              "row_split": self.row_split, "stream_k": self.stream_k}
         if self.carry_gemms:  # only where set: the JSON of every plan without it stays as it was
             d["carry_gemms"] = True
+        if self.multicast:
+            d["multicast"] = self.multicast
         return json.loads(json.dumps(d, default=lambda o: o.value))
 
     def to_json(self) -> str:
@@ -349,7 +360,7 @@ class ExecutionPlan:
                        num_stages=int(d["num_stages"]), tile=dict(d.get("tile", {})),
                        tile_order=TileOrder(**d.get("tile_order", {})), persistent=bool(d.get("persistent", False)),
                        row_split=bool(d.get("row_split", False)), stream_k=bool(d.get("stream_k", False)),
-                       carry_gemms=bool(d.get("carry_gemms", False)))
+                       carry_gemms=bool(d.get("carry_gemms", False)), multicast=str(d.get("multicast", "")))
         except (KeyError, TypeError, ValueError) as e:
             raise PlanError([Violation("format", f"corrupt plan: {type(e).__name__}: {e}")]) from None
 
@@ -367,7 +378,8 @@ class ExecutionPlan:
                  + ("" if self.tile_order.is_launch_order else f", tiles in {self.tile_order.describe()}")
                  + (", persistent" if self.persistent else "") + (", stream-K" if self.stream_k else "")
                  + (", gemm rows split over warpgroups" if self.row_split else "")
-                 + (", gemms carried into the next step" if self.carry_gemms else "")]
+                 + (", gemms carried into the next step" if self.carry_gemms else "")
+                 + (f", 2-CTA clusters along {self.multicast}" if self.multicast else "")]
         for r in self.roles:
             lines.append(f"  role {r.name}: warps [{r.warp_lo},{r.warp_hi})"
                          + (f", {r.max_nreg} regs/thread" if r.max_nreg else ""))

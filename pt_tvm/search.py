@@ -38,6 +38,7 @@ from .space import (
     handoff_variants,
     in_flight_variants,
     is_load,
+    multicast_variants,
     overlapped,
     reordered,
     row_split_variant,
@@ -118,6 +119,7 @@ _SYNC_STEPS: tuple[tuple[str, Callable], ...] = (
 _WALK_VARIANTS = 2  # plans per graph tried in every tile order, and persistently
 _ROW_SPLIT_VARIANTS = 4  # plans per graph tried with their gemm tiles split by rows (SearchSpace.row_split)
 _CARRY_VARIANTS = 4  # plans per graph tried with their loop gemms carried a step (SearchSpace.carry_gemms)
+_MULTICAST_VARIANTS = 4  # plans per graph tried in 2-CTA clusters (SearchSpace.multicast)
 
 
 def _configuration(plan: ExecutionPlan) -> tuple:
@@ -137,7 +139,7 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     def consider(plan: ExecutionPlan, note: str) -> bool:
         """Price the plan if it is new and valid; whether it was."""
         key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent, plan.row_split,
-               plan.stream_k, plan.carry_gemms)
+               plan.stream_k, plan.carry_gemms, plan.multicast)
         if key in seen:
             return False
         seen.add(key)
@@ -213,6 +215,12 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
     if space.carry_gemms:
         for c, v in _variants(ranked(out), carried_variant, graph, vdev, _CARRY_VARIANTS):
             consider(v, c.note + ", gemms carried into the next step")
+    # on request, the best few persistent plans in 2-CTA clusters whose loads shared along a launch index are
+    # multicast (halving their L2 reads)
+    if space.multicast:
+        for c, variants in _variants(ranked(out), multicast_variants, graph, vdev, _MULTICAST_VARIANTS):
+            for v in variants:
+                consider(v, c.note + f", 2-CTA clusters along {v.multicast}")
     return ranked(out)
 
 

@@ -74,6 +74,9 @@ class SearchSpace:
     # also try the best unskewed warp-specialized plans as stream-K splits (pt_tvm.stream_k): off by default, since
     # on one H100 splits ran slower than whole tiles on 6 of 8 of the LLaMA layer's GEMMs, priced 10-40% optimistic
     stream_k: bool = False
+    # also try the best persistent warp-specialized plans in 2-CTA clusters sharing a loop load by TMA multicast
+    # (pt_tvm.passes.multicast): off by default until GPU runs measure what the model prices
+    multicast: bool = False
 
 
 class Priority(str, enum.Enum):
@@ -457,6 +460,15 @@ def carried_variant(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> Ex
         return None
     v = replace(plan, carry_gemms=True)
     return None if violations(v, graph, vdev) else v
+
+
+def multicast_variants(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
+    """The persistent warp-specialized plan in 2-CTA clusters paired along each launch index where that verifies
+    (``multicast``); none for other plans."""
+    if plan.style != Style.WARP_SPECIALIZED or not plan.persistent or plan.multicast:
+        return []
+    return [v for axis in list(graph.grid)[:2] for v in [replace(plan, multicast=axis)]
+            if not violations(v, graph, vdev)]
 
 
 _RESOURCE_RULES = {"shared_memory", "registers", "threads"}

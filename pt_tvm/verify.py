@@ -49,6 +49,8 @@ def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Vi
         out += _check_stream_k(plan, graph, vdev)
     if plan.carry_gemms:
         out += _check_carry(plan, graph, vdev)
+    if plan.multicast:
+        out += _check_multicast(plan, graph, vdev)
     return out
 
 def verify(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> ExecutionPlan:
@@ -499,4 +501,34 @@ def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
     if total > eu.regs_per_eu:
         out.append(Violation("registers", f"roles hold {total} registers in total, {total - eu.regs_per_eu} over the "
                              f"{eu.regs_per_eu} of one {eu.name}"))
+    return out
+
+
+def _check_multicast(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
+    """2-CTA clusters (``multicast``): a persistent warp-specialized plan on a chip with clusters, its tiles paired
+    along a launch index of even extent (the walk gives both CTAs of a cluster a tile, :mod:`pt_tvm.passes.apply`),
+    and loop copies shared along it, each a TMA copy into a loop pipeline (the stage both CTAs release)."""
+    def no(why: str) -> list[Violation]:
+        return [Violation("multicast", f"2-CTA clusters along {plan.multicast} {why}")]
+
+    if plan.style != Style.WARP_SPECIALIZED or not {"clusters", "tma"} <= vdev.features:
+        return no(f"need a warp-specialized plan on a chip with clusters and TMA ({vdev.name})")
+    if not plan.persistent or plan.stream_k:
+        return no("need a persistent walk of whole tiles")
+    names = list(graph.grid)
+    if plan.multicast not in names[:2]:
+        return no(f"need one of the grid's first two launch indices ({', '.join(names[:2]) or 'none'})")
+    extent = graph.grid[plan.multicast]
+    if not isinstance(extent, int) or extent % 2:
+        return no(f"need an even number of tiles along it (it has {extent})")
+    shared = graph.loads_shared_along(plan.multicast)
+    if not shared:
+        return no("need a loop copy whose tile does not vary along it")
+    out = []
+    piped = {b for p in plan.pipelines if p.scope == "loop" for b in p.buffers}
+    for t in shared:
+        if plan.append_of(t.id).seu != SEUKind.TMA:
+            out += no(f"need {t.id} on the TMA copy engine (a multicast is a TMA copy)")
+        if not t.write_buffers() <= piped:
+            out += no(f"need {t.id}'s tile in a loop pipeline (both CTAs release its stages)")
     return out

@@ -1,0 +1,145 @@
+"""2-CTA clusters sharing a loop load by TMA multicast (``ExecutionPlan.multicast``, ``pt_tvm.passes.multicast``):
+what the emitted CUDA does (the shared tile multicast from the cluster's first CTA, its stages released on both
+CTAs' barriers, the cluster launched and synchronized, the pairs of tiles walked), what verify refuses, that the
+search offers it only on request, and, on a GPU, that the kernels compute every output."""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+from _util import built, compiles_without_spills
+
+import pt_tvm
+from pt_tvm import hw
+from pt_tvm.compiler import lower_planned, schedule_template
+from pt_tvm.measure import REL_TOL, as_outputs, check_call, kernel_outputs
+from pt_tvm.plan import ExecutionPlan
+from pt_tvm.search import SearchSpace
+from pt_tvm.space import Priority, multicast_variants, warp_specialized
+from pt_tvm.templates import get
+from pt_tvm.verify import violations
+
+GEMM = {"M": 1024, "N": 1024, "K": 512, "block_M": 128, "block_N": 256, "block_K": 64}  # 8 x 4 tiles
+
+
+def _plan(persistent: bool = True, **shape):
+    func = built("gemm", **{**GEMM, **shape})
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
+    return func, vdev, graph, replace(plan, persistent=persistent)
+
+
+def _lowered(func, plan, vdev, graph):
+    art = lower_planned(pt_tvm.passes.apply_plan(func, plan, vdev, graph), vdev.tvm_target())
+    (attrs,) = [f.attrs for f in art.device_mod.functions.values()]
+    return art.kernel_source, attrs
+
+
+@pytest.mark.parametrize("axis, shared, own", [("by", "B", "A"), ("bx", "A", "B")])
+@pytest.mark.parametrize("carry", [False, True], ids=["waiting", "carried"])
+def test_a_cluster_multicasts_the_shared_tile_and_releases_its_stages_on_both_ctas(axis, shared, own, carry, tmp_path):
+    func, vdev, graph, plan = _plan()
+    plan = replace(plan, multicast=axis, carry_gemms=carry)
+    assert not violations(plan, graph, vdev)
+    src, attrs = _lowered(func, plan, vdev, graph)
+    assert [int(v) for v in attrs["cluster_dims"]] == [2, 1, 1]
+    assert int(attrs["thread_extent"]["blockIdx.x"]) == 132  # a CTA an SM, 66 clusters
+    # the shared operand's tile: multicast by the first CTA into both, expected on each CTA's own barrier
+    assert re.search(rf"if \(tl::block_rank_in_cluster\(\) == 0\) \{{.*?tl::tma_load_multicast\({shared}_desc, "
+                     r"[^;]*\(uint16_t\)\(3\)", src, re.S)
+    assert f"tma_load_multicast({own}_desc" not in src and f"tl::tma_load({own}_desc" in src
+    # the pipeline's stages: 256 consumer threads a CTA, each arriving on its own and the other CTA's barrier
+    assert re.findall(r"p_A_s_empty\[\d\]\.init\((\d+)\);", src) == ["512"] * 3
+    assert re.findall(r"p_A_s_full\[\d\]\.init\((\d+)\);", src) == ["1"] * 3
+    local = re.findall(r"(p_A_s_empty\[[^\n]*\])\.arrive\(\);\n\s*(p_A_s_empty\[[^\n]*\])\.arrive\("
+                       r"\(tl::block_rank_in_cluster\(\) \^ 1\)\);", src)
+    assert local and all(a == b for a, b in local)
+    assert len(local) == len(re.findall(r"p_A_s_empty\[[^\n]*\]\.arrive\(\);", src)) == (2 if carry else 1)
+    # the cluster meets after its barriers are set up and before it exits
+    assert src.count("tl::cluster_sync();") == 2
+    assert src.index("tl::fence_barrier_init();") < src.index("tl::cluster_sync();")
+    assert src.rstrip().rsplit("tl::cluster_sync();", 1)[1].strip() == "}"
+    # 16 pairs of tiles over 66 clusters: the CTAs of clusters past the 16th skip the tiles together
+    assert "((int)blockIdx.x) < 32" in src
+    if shutil.which("nvcc"):
+        compiles_without_spills(src, tmp_path, "multicast")
+
+
+def test_the_plan_round_trips_and_plans_without_it_keep_their_json():
+    _, _, _, plan = _plan()
+    assert "multicast" not in plan.to_dict()
+    clustered = replace(plan, multicast="by")
+    assert ExecutionPlan.from_json(clustered.to_json()) == clustered
+    assert "2-CTA clusters along by" in clustered.describe(pt_tvm.extract(built("gemm", **GEMM), hw.get("h100")))
+
+
+def _rules(plan, graph, vdev):
+    return {v.rule: v.message for v in violations(plan, graph, vdev)}
+
+
+def test_launched_plans_and_odd_grids_are_refused():
+    func, vdev, graph, plan = _plan(persistent=False)
+    assert "persistent" in _rules(replace(plan, multicast="by"), graph, vdev)["multicast"]
+    _, vdev, graph, plan = _plan(M=384)  # 3 block rows
+    found = _rules(replace(plan, multicast="by"), graph, vdev)
+    assert "even number of tiles" in found["multicast"] and "(it has 3)" in found["multicast"]
+    assert not _rules(replace(plan, multicast="bx"), graph, vdev)  # 4 block columns pair
+    assert "first two launch indices" in _rules(replace(plan, multicast="bz"), graph, vdev)["multicast"]
+
+
+def test_a_chip_without_clusters_refuses_them():
+    _, vdev, graph, plan = _plan()
+    bare = replace(vdev, features=vdev.features - {"clusters"})
+    assert "clusters" in _rules(replace(plan, multicast="by"), graph, bare)["multicast"]
+    assert multicast_variants(plan, graph, bare) == []
+    assert [v.multicast for v in multicast_variants(plan, graph, vdev)] == ["bx", "by"]
+
+
+def test_loads_shared_along_a_launch_index():
+    graph = pt_tvm.extract(built("gemm", **GEMM), hw.get("h100"))
+    assert [t.reads[0].buffer for t in graph.loads_shared_along("by")] == ["B"]
+    assert [t.reads[0].buffer for t in graph.loads_shared_along("bx")] == ["A"]
+
+
+def test_the_search_offers_clusters_only_on_request():
+    params = {"M": 2048, "N": 2048, "K": 2048, "dtype": "float16"}
+    res, _, _ = schedule_template("gemm", "h200", params=params)
+    assert not any(c.plan.multicast for c in res.ranked)
+    res, _, _ = schedule_template("gemm", "h200", params=params, space=SearchSpace(multicast=True))
+    offered = [c for c in res.ranked if c.plan.multicast]
+    assert offered and all(c.plan.persistent and not violations(c.plan, c.graph, hw.get("h200")) for c in offered)
+    # where the SM's TMA rate binds the loads (every GEMM here), sharing a load's L2 reads buys nothing in the model
+    for c in offered:
+        twin = next(o for o in res.ranked if o.plan == replace(c.plan, multicast=""))
+        assert c.seconds == pytest.approx(twin.seconds)
+
+
+_GPU = [({"M": 1024, "N": 1024, "K": 512, "dtype": "float16"}, "by"),
+        ({"M": 1024, "N": 1024, "K": 512, "dtype": "float16"}, "bx"),
+        ({"M": 512, "N": 4096, "K": 4096, "dtype": "bfloat16"}, "by"),
+        ({"M": 2048, "N": 28672 // 4, "K": 4096, "dtype": "float16"}, "by")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("params, axis", _GPU, ids=["1024-by", "1024-bx", "512-by", "2048-by"])
+def test_cluster_plans_compute_every_output(params, axis):
+    """The search's best persistent plan in 2-CTA clusters along ``axis`` against float32 PyTorch on fresh inputs
+    (every output, NaN in the free memory)."""
+    vdev = hw.from_device()
+    tmpl = get("gemm")
+    res, problem, _ = schedule_template("gemm", vdev, params=params, space=SearchSpace(multicast=True))
+    c = next(c for c in res.ranked if c.plan.multicast == axis)
+    func = pt_tvm.passes.apply_plan(tmpl.build(**problem, **c.plan.tile), c.plan, vdev, c.graph)
+    kernel = tmpl.compile(func, vdev.tvm_target())
+    assert "tma_load_multicast" in kernel.get_kernel_source()
+    shape = {k: v for k, v in problem.items() if k not in tmpl.tile}
+    for seed in (7, 8):  # twice: the barriers' phases run on across calls of nothing, tiles of a call across steps
+        inputs = tmpl.make_inputs(shape, "cuda", torch.Generator(device="cuda").manual_seed(seed))
+        refs = as_outputs(tmpl.reference(*inputs, **shape))
+        checks = check_call(kernel_outputs(tmpl, kernel), inputs, refs, inout=tmpl.inout_idx)
+        assert all(ch.rel_err < REL_TOL[shape["dtype"]] for ch in checks), (c.note, checks)
+        assert [ch.prefill for ch in checks] == ["nan"] * len(tmpl.out_idx)
