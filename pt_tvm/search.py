@@ -244,7 +244,7 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     ranked, where given); among equals, the one moving less through DRAM (the safer margin where the
     model's DRAM time is close to what binds), then, where DRAM or L2 binds, the deeper pipeline (more loads in
     flight hide the latency that a throughput-bound price leaves out), elsewhere the shallower, then the one
-    carrying its gemms into the next step, then the faster, then by note.
+    carrying its gemms into the next step, then the one without clusters, then the faster, then by note.
 
     Memory-bound Mamba2 plans tie exactly at every depth; by note alone the single-stage one came first and
     measured 1.04-1.28x slower than the deepest on an H100 (benchmarks/results/2026-11-23-h100-suites); so did
@@ -254,11 +254,14 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     (the fused SwiGLU's 4 stages were priced 0.02% ahead of its 3, which measured 5% faster). The model prices
     carried gemms as the same plan's waiting ones wherever L2 or TMA binds the loop (every GEMM of the suites),
     where on one H200 the persistent picks carried measured 1.015-1.032x their waiting twins in one process, and
-    block_K 32 plans 1.06-1.18x (benchmarks/results/2026-11-29-h200-carry)."""
+    block_K 32 plans 1.06-1.18x (benchmarks/results/2026-11-29-h200-carry). Where the SM's TMA rate binds the loads,
+    the model prices a plan in 2-CTA clusters as the same plan alone (the shared load's L2 reads halve, its bytes
+    into each SM do not); their cluster twins ran 0.85-1.03x the speed of GEMM plans alone on one H200, faster on
+    one of 16 pairs (benchmarks/results/2026-11-29-h200-x2-multicast)."""
     price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
     deeper = est.dram_bound or est.l2_bound
     return (price, est.dram_bytes, -plan.num_stages if deeper else plan.num_stages, not plan.carry_gemms,
-            est.seconds, note)
+            bool(plan.multicast), est.seconds, note)
 
 
 PRICE_TIE = 0.001  # relative difference under which two predicted times rank as equal
