@@ -59,8 +59,7 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, 
             seen.add(key)
             rows.append(row)
     head = {k: v for k, v in heads[0].items() if k not in _PART_KEYS}
-    head.update(configs=sum(h.get("configs") or 0 for h in heads),
-                parts=[{k: h.get(k) for k in _PART_KEYS} for h in heads],
+    head.update(configs=sum(h.get("configs") or 0 for h in heads), parts=[p for h in heads for p in _parts(h)],
                 systems=sorted({s for h in heads for s in h.get("systems", [])}))
     for rerun in reruns:
         again = load_run(rerun, need_rows=False)
@@ -72,9 +71,14 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, 
         if missing:
             raise ValueError(f"{rerun}: configs not in the run: {sorted(missing)[:3]}")
         rows = [r for r in rows if config_key(r) not in redone] + list(again["rows"])
-        head["parts"].append({**{k: again["header"].get(k) for k in _PART_KEYS},
-                              "git_commit": again["header"].get("git_commit"), "rerun": len(redone)})
+        head["parts"] += [{**p, "git_commit": p.get("git_commit") or again["header"].get("git_commit"),
+                           "rerun": len(redone)} for p in _parts(again["header"])]
     return head, rows
+
+
+def _parts(head: Mapping[str, Any]) -> list[dict]:
+    """A run's parts: a merged run's own (so that merging merged runs keeps each part's date and command)."""
+    return [dict(p) for p in head["parts"]] if head.get("parts") else [{k: head.get(k) for k in _PART_KEYS}]
 
 
 def config_key(row: Mapping[str, Any]) -> str:

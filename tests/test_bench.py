@@ -14,6 +14,7 @@ import pytest
 import tilelang.testing
 
 from benchmarks import cli as bench_cli
+from benchmarks import readme
 from benchmarks.compare import compare_runs
 from benchmarks.configs import SUITES, filter_systems, subsample, suite_configs
 from benchmarks.report import config_label, geomean
@@ -385,6 +386,24 @@ def test_merge_shards_then_report(tmp_path, capsys):
     assert bench_cli.main(["report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
     table = (tmp_path / "rep" / "table.md").read_text()
     assert "part (0/2, 10.0 s," in table and "part (1/2, 5.0 s, cut off before its end" in table
+
+
+def test_merging_merged_runs_keeps_each_parts_provenance(tmp_path):
+    """A merged run merged again (or given as a rerun) lists its own parts, dates and commands kept: before, the
+    merged header's empty date stood for them all and the README table dated the run '?'."""
+    a, b, whole = _shard_runs(tmp_path)
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    assert bench_cli.main(["merge", a, b, "--out", str(first)]) == 0
+    fa = [r for r in whole["rows"] if r["kernel"] == "flash_attention"]
+    rerun = _write(tmp_path / "rerun.json", {"header": {**whole["header"], "git_commit": "later", "configs": 1,
+                                                        "date": "2026-01-02T00:00:00+00:00"}, "rows": fa})
+    redone = tmp_path / "redone.json"
+    assert bench_cli.main(["merge", rerun, "--out", str(redone)]) == 0
+    assert bench_cli.main(["merge", str(first), "--rerun", str(redone), "--out", str(again)]) == 0
+    parts = _load(again)["header"]["parts"]
+    assert [p["shard"] for p in parts[:2]] == ["0/2", "1/2"] and all(p["date"] for p in parts)
+    assert parts[-1]["git_commit"] == "later" and parts[-1]["date"].startswith("2026-01-02")
+    assert readme._date(_load(again)["header"]) == "2026-01-02"
 
 
 def test_merge_rerun_replaces_every_row_of_its_configs(tmp_path, capsys):
