@@ -79,7 +79,8 @@ def _tile_key(tile: Mapping[str, Any]) -> str:
 
 
 def _items(d: Mapping[str, Any]) -> tuple:
-    return tuple(sorted(d.items()))
+    """``d`` as a hashable key for :func:`_kernel` (a run's JSON holds lists, e.g. attention's view strides)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items()))
 
 
 @functools.lru_cache(maxsize=1024)
