@@ -8,6 +8,7 @@ import subprocess
 
 import torch
 import torch.nn.functional as F
+from tilelang import tvm
 
 from pt_tvm.templates import get
 
@@ -106,3 +107,16 @@ def ssd_recurrence(x, dt, A, B, C, D=None, z=None, dt_bias=None, initial_states=
     if z is not None:
         y = y * F.silu(z.float())
     return y, state
+
+
+def clamped(e: "tvm.tirx.PrimExpr") -> int:
+    """The value of a tile walk's coordinate once its launch indices are constants: TVM's analyzer folds the walk
+    but not the opaque ``min`` (a CUDA call) that clamps it to the grid, nor the arithmetic around it."""
+    tirx = tvm.tirx
+    if isinstance(e, tirx.IntImm):
+        return e.value
+    if isinstance(e, tirx.Call):
+        return min(clamped(a) for a in e.args[1:])  # args[0] names the function
+    ops = {tirx.Max: max, tirx.Min: min, tirx.Add: int.__add__, tirx.Sub: int.__sub__, tirx.Mul: int.__mul__,
+           tirx.FloorDiv: int.__floordiv__, tirx.FloorMod: int.__mod__}
+    return ops[type(e)](clamped(e.a), clamped(e.b))

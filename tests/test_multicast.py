@@ -10,13 +10,17 @@ from dataclasses import replace
 
 import pytest
 import torch
-from _util import built, compiles_without_spills
+from _util import built, clamped, compiles_without_spills
+from tilelang import tvm
+from tvm import tirx
 
 import pt_tvm
 from pt_tvm import hw
 from pt_tvm.compiler import lower_planned, schedule_template
 from pt_tvm.measure import REL_TOL, as_outputs, check_call, kernel_outputs
-from pt_tvm.plan import ExecutionPlan
+from pt_tvm.passes.apply import _TileWalk
+from pt_tvm.passes.ir import find_root_block, launch_info
+from pt_tvm.plan import ExecutionPlan, TileOrder
 from pt_tvm.search import SearchSpace
 from pt_tvm.space import Priority, multicast_variants, warp_specialized
 from pt_tvm.templates import get
@@ -143,3 +147,37 @@ def test_cluster_plans_compute_every_output(params, axis):
         checks = check_call(kernel_outputs(tmpl, kernel), inputs, refs, inout=tmpl.inout_idx)
         assert all(ch.rel_err < REL_TOL[shape["dtype"]] for ch in checks), (c.note, checks)
         assert [ch.prefill for ch in checks] == ["nan"] * len(tmpl.out_idx)
+
+
+@pytest.mark.parametrize("axis, order", [("by", TileOrder()), ("by", TileOrder(2, "column")),
+                                         ("bx", TileOrder(4, "row"))])
+def test_the_clusters_walk_every_tile_once_in_pairs_that_share_the_load(axis, order):
+    """The pair walk (``passes.apply``) of 8 x 32 tiles (128 pairs) over 66 clusters: two steps, the second
+    guarded; each tile computed once, the CTAs of a cluster on neighbours along ``axis`` (so on the same tile of the
+    other index, the one their multicast copy reads), the pairs in the plan's order."""
+    func, vdev, graph, plan = _plan(M=4096, N=2048, K=256)
+    plan = replace(plan, multicast=axis, tile_order=order)
+    assert not violations(plan, graph, vdev)
+    block = find_root_block(func)
+    launch = launch_info(func, block)[0]
+    walk = _TileWalk(plan, launch, vdev, graph)
+    (loop,) = walk.tiles([tirx.Evaluate(0)])
+    binds = {b.var.name: b for b in loop.body.seq if isinstance(b, tirx.Bind)}
+    (x, _), (y, _) = launch.values()
+    analyzer = tvm.arith.Analyzer()
+    pairs = {"bx": (4, 32), "by": (8, 16)}[axis]
+    seen = []
+    for step in range(int(loop.extent)):
+        for block_x in range(132):
+            values = {loop.loop_var: tirx.IntImm("int32", step), x: tirx.IntImm("int32", block_x)}
+            pair = analyzer.simplify(tirx.stmt_functor.substitute(binds["tile_pair"].value, values)).value
+            if pair >= pairs[0] * pairs[1]:
+                continue
+            values[binds["tile_pair"].var] = tirx.IntImm("int32", pair)
+            tile = tuple(clamped(analyzer.simplify(tirx.stmt_functor.substitute(binds[f"{v}_tile"].value, values)))
+                         for v in ("bx", "by"))
+            seen.append((block_x, tile))
+            px, py = order.coords(pair, *pairs)
+            assert tile == ((2 * px + block_x % 2, py) if axis == "bx" else (px, 2 * py + block_x % 2))
+    assert sorted(t for _, t in seen) == [(i, j) for i in range(8) for j in range(32)]
+    assert int(loop.extent) == 2

@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 import tilelang.language as T
 import torch
-from _util import compiles_without_spills
+from _util import clamped, compiles_without_spills
 from tilelang import tvm
 from tvm import tirx
 
@@ -91,16 +91,6 @@ def _root_binds(func) -> dict[str, tirx.PrimExpr]:
     return {b.var.name: b.value for b in top_level(root.body) if isinstance(b, tirx.Bind)}
 
 
-def _clamped(e: tirx.PrimExpr) -> int:
-    """The value of a walk's coordinate once its launch indices are constants: the analyzer folds the walk but
-    not the opaque ``min`` (a CUDA call) that clamps it to the grid."""
-    if isinstance(e, tirx.IntImm):
-        return e.value
-    if isinstance(e, tirx.Call):
-        return min(_clamped(a) for a in e.args[1:])  # args[0] names the function
-    return {tirx.Max: max, tirx.Min: min}[type(e)](_clamped(e.a), _clamped(e.b))
-
-
 def test_emitted_block_indices_walk_the_plan_order():
     """The applied PrimFunc computes each block's tile from its launch indices in the plan's order: evaluated
     for every block of an 8 x 8 grid, it is TileOrder's walk; the CUDA source shows the panel arithmetic."""
@@ -113,7 +103,7 @@ def test_emitted_block_indices_walk_the_plan_order():
     for linear in range(64):
         x, y = linear % 8, linear // 8
         values = {bx: tirx.IntImm("int32", x), by: tirx.IntImm("int32", y)}
-        got = tuple(_clamped(analyzer.simplify(tirx.stmt_functor.substitute(binds[f"{v}_tile"], values)))
+        got = tuple(clamped(analyzer.simplify(tirx.stmt_functor.substitute(binds[f"{v}_tile"], values)))
                     for v in ("bx", "by"))
         assert got == order.coords(linear, 8, 8)
     src = lower_planned(walked, H100.tvm_target()).kernel_source
