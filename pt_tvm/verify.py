@@ -507,7 +507,9 @@ def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
 def _check_multicast(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """2-CTA clusters (``multicast``): a persistent warp-specialized plan on a chip with clusters, its tiles paired
     along a launch index of even extent (the walk gives both CTAs of a cluster a tile, :mod:`pt_tvm.passes.apply`),
-    and loop copies shared along it, each a TMA copy into a loop pipeline (the stage both CTAs release)."""
+    a loop of loads and gemms alone (GEMMs: what was measured in clusters) of as many steps in every tile (a causal or
+    variable-length loop would leave one CTA waiting for loads the other never issues), and loop copies shared along
+    it, each a TMA copy into a loop pipeline (the stage both CTAs release)."""
     def no(why: str) -> list[Violation]:
         return [Violation("multicast", f"2-CTA clusters along {plan.multicast} {why}")]
 
@@ -521,6 +523,11 @@ def _check_multicast(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
     extent = graph.grid[plan.multicast]
     if not isinstance(extent, int) or extent % 2:
         return no(f"need an even number of tiles along it (it has {extent})")
+    if not graph.loads_and_multiplies:
+        return no("need a loop of loads and gemms alone (the kind of kernel measured in clusters: GEMMs)")
+    if graph.loop.max_trip_count or not graph.loop.extent.isdigit():
+        return no(f"need as many loop steps in every tile (a pair's CTAs step in lockstep; {graph.loop.id} runs "
+                  f"{graph.loop.extent} steps)")
     shared = graph.loads_shared_along(plan.multicast)
     if not shared:
         return no("need a loop copy whose tile does not vary along it")

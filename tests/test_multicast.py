@@ -95,6 +95,22 @@ def test_launched_plans_and_odd_grids_are_refused():
     assert "first two launch indices" in _rules(replace(plan, multicast="bz"), graph, vdev)["multicast"]
 
 
+def test_attention_is_refused():
+    """FlashAttention's query blocks of a head share their K and V tiles, but its loop holds the softmax (no plan of
+    that kind has run in clusters), and a causal kernel's blocks run as many key steps as they have keys below the
+    diagonal: two of them in a cluster would wait for tiles the other never loads."""
+    vdev = hw.get("h100")
+    for causal in (False, True):
+        graph = pt_tvm.extract(built("flash_attention", seq_len=1024, causal=causal), vdev)
+        assert [t.writes[0].buffer for t in graph.loads_shared_along("bx")] == ["K_shared", "V_shared"]
+        plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+        found = _rules(replace(plan, persistent=True, multicast="bx"), graph, vdev)
+        assert "loads and gemms alone" in found["multicast"]
+    _, vdev, graph, plan = _plan()  # a GEMM whose trips varied over the grid would be refused as well
+    uneven = replace(graph, loop=replace(graph.loop, max_trip_count=16.0))
+    assert "as many loop steps in every tile" in _rules(replace(plan, multicast="by"), uneven, vdev)["multicast"]
+
+
 def test_a_chip_without_clusters_refuses_them():
     _, vdev, graph, plan = _plan()
     bare = replace(vdev, features=vdev.features - {"clusters"})
