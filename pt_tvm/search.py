@@ -257,7 +257,7 @@ def rank_key(est: Estimate, plan: ExecutionPlan, note: str = "", fastest: float 
     block_K 32 plans 1.06-1.18x (benchmarks/results/2026-11-29-h200-carry). Where the SM's TMA rate binds the loads,
     the model prices a plan in 2-CTA clusters as the same plan alone (the shared load's L2 reads halve, its bytes
     into each SM do not); their cluster twins ran 0.85-1.03x the speed of GEMM plans alone on one H200, faster on
-    one of 16 pairs (benchmarks/results/2026-11-29-h200-x2-multicast)."""
+    one of 17 pairs (benchmarks/results/2026-11-29-h200-x2-multicast)."""
     price = est.seconds if not fastest else math.floor(math.log(est.seconds / fastest) / math.log1p(PRICE_TIE))
     deeper = est.dram_bound or est.l2_bound
     return (price, est.dram_bytes, -plan.num_stages if deeper else plan.num_stages, not plan.carry_gemms,
