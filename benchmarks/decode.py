@@ -3,9 +3,10 @@
 Grid: batch 1 to 128, KV lengths 1k to 128k (at most ``_MAX_TOKENS`` cached tokens per config, so that two
 input sets and the reference fit one 80 GB GPU), GQA 32/8 (LLaMA-3-8B) and 64/8 (LLaMA-3-70B), head dim 128,
 bfloat16, ``q_len`` 1 and 4 (speculative decoding), every sequence full, contiguous and paged (page size 16,
-vLLM's default) caches. Peers: PyTorch SDPA (cuDNN and FlashAttention-2 backends) on the contiguous cache,
-called as a user would for decoding; flash-attn-4's ``flash_attn_varlen_func`` with ``seqused_k`` (and its
-page table, its own split heuristic); FlashInfer's decode / prefill wrappers on the paged cache.
+vLLM's default) caches. Peers (:mod:`benchmarks.decode_peers`): PyTorch SDPA (cuDNN and FlashAttention-2
+backends) on the contiguous cache, called as a user would for decoding; flash-attn-4's ``flash_attn_varlen_func``
+with ``seqused_k`` (and its page table, its own split heuristic); FlashInfer's decode / prefill wrappers on the
+paged cache.
 
 FlashInfer (0.7.2.post1 on PyPI) is a JIT package: a 62 MB wheel of CUDA sources that nvcc and ninja compile
 on first use, whose ``import`` pulls in cuda-python, cuda-tile, nccl4py, the cuDNN frontend and NVML bindings;
@@ -25,11 +26,9 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
@@ -40,7 +39,7 @@ from pt_tvm.tune import compile_jobs, warm
 
 from .suite import SETTLE_MS, Config, header, run_configs, write_run
 
-__all__ = ["configs", "SYSTEMS", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
+__all__ = ["configs", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
 
 _BATCHES = (1, 8, 32, 128)
 _KV_LENS = (1024, 4096, 16384, 65536, 131072)
@@ -65,110 +64,6 @@ def configs() -> list[Config]:
     return [_config(b, n, h, kv, model, q, page)
             for h, kv, model in _GQA for q in _Q_LENS for page in (0, _PAGE) for b in _BATCHES for n in _KV_LENS
             if b * n <= _MAX_TOKENS]
-
-
-# ---------------------------------------------------------------- peers
-def _full_lengths(problem: Mapping[str, Any]) -> None:
-    if problem.get("ragged"):
-        raise ValueError("this peer reads the whole cache: it takes full sequences only (ragged=False)")
-
-
-def sdpa(backend_name: str) -> Callable:
-    """``F.scaled_dot_product_attention`` on the contiguous cache, as a user calls it to decode: the new queries
-    against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right).
-    The lower-right causal bias (``causal_lower_right``) with ``enable_gqa`` fails inside torch 2.11's SDPA
-    ("Boolean value of Tensor with more than one value is ambiguous", every q_len 4 row on an H100,
-    2026-11-23), so with GQA the mask is the boolean one users write instead (keys up to their own position)."""
-
-    def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-        from torch.nn.attention.bias import causal_lower_right  # loads torch._dynamo and sympy: ~1 s on --help
-
-        if problem["page_size"]:
-            raise ValueError("SDPA takes no paged cache")
-        _full_lengths(problem)
-        backend = getattr(SDPBackend, backend_name)
-        q_len, kv_len = problem["q_len"], problem["kv_len"]
-        gqa = problem["heads"] != problem["kv_heads"]
-        mask = None
-        if q_len > 1:
-            mask = torch.ones(q_len, kv_len, dtype=torch.bool, device="cuda").tril(kv_len - q_len) if gqa \
-                else causal_lower_right(q_len, kv_len)
-
-        def run(q, k, v, seqlens):
-            with sdpa_kernel(backend):
-                o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                   attn_mask=mask, enable_gqa=gqa)
-            return o.transpose(1, 2)
-
-        kind = "none" if mask is None else "boolean, lower-right causal" if gqa else "causal_lower_right"
-        return run, {"layout": "BHSD views of the BSHD cache", "mask": kind}
-
-    return make
-
-
-def flash_attn_4(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    """flash-attn-4's CuTe forward with per-sequence lengths (``seqused_k``), its page table for a paged cache,
-    and its own split heuristic (``num_splits=0``); on Hopper one split, as its users must pass there (its sm90
-    kernel asserts "SplitKV not supported on SM 9.0" wherever the heuristic splits: an H100, 2026-11-23)."""
-    from flash_attn.cute import flash_attn_varlen_func  # optional peer: installed on the GPU machine only
-
-    causal = problem["q_len"] > 1
-    hopper = torch.cuda.get_device_capability()[0] == 9
-    splits = 1 if hopper else 0
-
-    def run(q, k, v, seqlens, table=None):
-        out = flash_attn_varlen_func(q, k, v, seqused_k=seqlens, page_table=table, causal=causal, num_splits=splits)
-        return out[0] if isinstance(out, tuple) else out
-
-    return run, {"package": "flash-attn-4 (CuTe)",
-                 "num_splits": "1 (no split-KV on SM 9.0)" if hopper else "heuristic"}
-
-
-def flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-    """FlashInfer's paged-cache wrappers (decode for one query token, prefill with a causal mask for several),
-    planned once per config as a server plans once per step; the timed call is ``run``."""
-    import flashinfer  # optional peer: a JIT package packed for the GPU machine (fetch_flashinfer.sh)
-
-    if not problem["page_size"]:
-        raise ValueError("FlashInfer's wrappers take a paged cache")
-    _full_lengths(problem)
-    p = problem
-    pages_per_seq = p["kv_len"] // p["page_size"]
-    workspace = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    tensor_cores = p["heads"] // p["kv_heads"] > 4  # vLLM's choice for FlashInfer's decode (its kernel tests)
-    state: dict = {}
-
-    def run(q, k, v, seqlens, table):
-        if "wrapper" not in state:  # plan on the first call: the page indices are the inputs' own
-            indptr = torch.arange(0, (p["batch"] + 1) * pages_per_seq, pages_per_seq, dtype=torch.int32, device="cuda")
-            last = torch.full((p["batch"],), p["page_size"], dtype=torch.int32, device="cuda")
-            if p["q_len"] == 1:
-                w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "NHD", use_tensor_cores=tensor_cores)
-                w.plan(indptr, table.flatten(), last, p["heads"], p["kv_heads"], p["dim"], p["page_size"],
-                       q_data_type=q.dtype, kv_data_type=k.dtype)
-            else:
-                w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD")
-                qo = torch.arange(0, (p["batch"] + 1) * p["q_len"], p["q_len"], dtype=torch.int32, device="cuda")
-                w.plan(qo, indptr, table.flatten(), last, p["heads"], p["kv_heads"], p["dim"], p["page_size"],
-                       causal=True, q_data_type=q.dtype, kv_data_type=k.dtype)
-            state["wrapper"] = w
-        w = state["wrapper"]
-        if p["q_len"] == 1:
-            return w.run(q[:, 0], (k, v)).unsqueeze(1)
-        return w.run(q.flatten(0, 1), (k, v)).view(q.shape)
-
-    return run, {"package": f"flashinfer {getattr(flashinfer, '__version__', '?')}",
-                 "wrapper": "decode" if p["q_len"] == 1 else "prefill, causal",
-                 **({"use_tensor_cores": tensor_cores} if p["q_len"] == 1 else {}),
-                 "note": "planned on the first call with the inputs' page table; every timed set shares it"}
-
-
-SYSTEMS: dict[str, Callable] = {"flashinfer": flashinfer}
-
-
-def peer(name: str) -> Callable | None:
-    """The decode form of a shared peer name (the SDPA backends, flash-attn-4), for systems.py to dispatch to."""
-    return {"cudnn-sdpa": sdpa("CUDNN_ATTENTION"), "fa2-sdpa": sdpa("FLASH_ATTENTION"), "fa3": flash_attn_4}.get(name)
 
 
 # ---------------------------------------------------------------- bandwidth

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FlashInfer, the paged-decode peer of the decode suite (benchmarks/decode.py), for a GPU machine that has no
+# FlashInfer, the paged-decode peer of the decode suite (benchmarks/decode_peers.py), for a GPU machine that has no
 # package registry. Run from the project root on a machine with PyPI access:
 #
 #   bash benchmarks/fetch_flashinfer.sh

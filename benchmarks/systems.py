@@ -32,6 +32,8 @@ from pt_tvm.passes import launch_extents
 from pt_tvm.templates import TemplateError
 from pt_tvm.tune import tune_template
 
+from .decode_peers import flashinfer, peer
+
 __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "flops_per_second", "grid_blocks",
            "autotune_configs", "autotune_jit", "tilelang_cache", "role_based_ws_configs"]
 
@@ -346,13 +348,6 @@ def _cublas(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> t
     return (lambda a, b: torch.matmul(a, b)), {}
 
 
-def _flashinfer(template: Any, problem: Mapping[str, Any], vdev: Any, **options: Any) -> tuple[Callable, dict]:
-    """FlashInfer's paged decode (benchmarks/decode.py)."""
-    from .decode import flashinfer  # import cycle: decode.py builds on suite.py, which imports this module
-
-    return flashinfer(template, problem, vdev, **options)
-
-
 SYSTEMS: dict[str, Callable] = {
     "pt-tvm": _pt_tvm,
     "pt-tvm-model": _pt_tvm_model,
@@ -365,7 +360,7 @@ SYSTEMS: dict[str, Callable] = {
     "torch-compile": _torch_compile,
     "cublas": _cublas,
     "mamba-triton": _mamba_triton,
-    "flashinfer": _flashinfer,
+    "flashinfer": flashinfer,
 }
 
 _TILELANG = ("tilelang-auto", "tilelang-autotune", "tilelang-ws")
@@ -379,11 +374,9 @@ PEERS_BY_SUITE = {
 def build_system(name: str, template: Any, problem: Mapping[str, Any], vdev: Any,
                  **options: Any) -> tuple[Callable | None, dict]:
     """(callable or None, info); info["error"] says why a system could not be built. A peer of the decode
-    suite (SDPA, flash-attn-4) is called in its decoding form (benchmarks/decode.py)."""
+    suite (SDPA, flash-attn-4) is called in its decoding form (benchmarks/decode_peers.py)."""
     factory = SYSTEMS[name]
     if template.name == "decode_attention":
-        from .decode import peer  # decode.py builds on suite.py, which imports this module
-
         factory = peer(name) or factory
     try:
         fn, info = factory(template, problem, vdev, **options)
