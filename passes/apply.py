@@ -442,19 +442,7 @@ class _TileWalk:
             return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
         if self.plan.stream_k:
             return self._segments(stmts, gx, gy, x, y, z)
-        if self.plan.multicast:
-            return self._pairs(stmts, x, y, z)
-        step, tile = tirx.Var("tile_step", "int32"), tirx.Var("tile", "int32")
-        total = math.prod(self.extents)
-        cx, cy = _walked(order, tile % (gx * gy) if z is not None else tile, gx, gy)
-        binds, subst = self._bind({x: cx, y: cy, z: tile // (gx * gy) if z is not None else None})
-        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts])
-        if total % self.workers:
-            body = tirx.IfThenElse(tile < total, body, None)
-        waves = -(-total // self.workers)
-        return [tirx.For(step, 0, waves, tirx.ForKind.SERIAL,
-                         _seq([tirx.Bind(tile, step * self.workers + x), *binds, body]),
-                         annotations={WS_OP_ID: TILES_ID})]
+        return self._persistent(stmts, x, y, z)
 
     def _segments(self, stmts: list[tirx.Stmt], gx: int, gy: int, x: Any, y: Any, z: Any) -> list[tirx.Stmt]:
         """Stream-K: each block walks its segments (the split's ``pt_sk::`` functions); a segment binds its tile,
@@ -470,24 +458,29 @@ class _TileWalk:
         return [tirx.For(step, 0, self.split.segments, tirx.ForKind.SERIAL, _seq(walk),
                          annotations={WS_OP_ID: TILES_ID})]
 
-    def _pairs(self, stmts: list[tirx.Stmt], x: Any, y: Any, z: Any) -> list[tirx.Stmt]:
-        """A multicast plan's walk: the clusters walk pairs of tiles, neighbours along the plan's launch index,
-        in its order; the CTAs of a cluster (consecutive blocks) take the pair's two tiles, ``2 * pair + rank``
-        along that index. Both run the same steps, so their barriers stay in step."""
-        axis = self.names.index(self.plan.multicast)
-        half = [*self.extents, 1, 1][:3]
-        half[axis] //= CLUSTER
-        gx, gy = half[0], half[1]
-        clusters, pairs = self.workers // CLUSTER, math.prod(half)
-        step, pair = tirx.Var("tile_step", "int32"), tirx.Var("tile_pair", "int32")
-        coords = list(_walked(self.plan.tile_order, pair % (gx * gy) if z is not None else pair, gx, gy))
-        coords[axis] = coords[axis] * CLUSTER + x % CLUSTER
-        binds, subst = self._bind({x: coords[0], y: coords[1], z: pair // (gx * gy) if z is not None else None})
+    def _persistent(self, stmts: list[tirx.Stmt], x: Any, y: Any, z: Any) -> list[tirx.Stmt]:
+        """A persistent plan's walk: ``tile = step * blocks + block`` over the grid in the plan's order, the last
+        step guarded. A multicast plan's clusters walk pairs of tiles instead, neighbours along its launch index:
+        the CTAs of a cluster (consecutive blocks) take the pair's two tiles, ``2 * pair + rank`` along that index,
+        and run the same steps, so their barriers stay in step."""
+        grid = [*self.extents, 1, 1][:3]
+        group, unit, name = 1, x, "tile"  # the blocks that walk one tile (a pair) together; their index
+        if self.plan.multicast:
+            axis = self.names.index(self.plan.multicast)
+            grid[axis] //= CLUSTER
+            group, unit, name = CLUSTER, x // CLUSTER, "tile_pair"
+        gx, gy = grid[0], grid[1]
+        units, total = self.workers // group, math.prod(grid)
+        step, tile = tirx.Var("tile_step", "int32"), tirx.Var(name, "int32")
+        coords = list(_walked(self.plan.tile_order, tile % (gx * gy) if z is not None else tile, gx, gy))
+        if group > 1:
+            coords[axis] = coords[axis] * group + x % group
+        binds, subst = self._bind({x: coords[0], y: coords[1], z: tile // (gx * gy) if z is not None else None})
         body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts])
-        if pairs % clusters:
-            body = tirx.IfThenElse(pair < pairs, body, None)
-        return [tirx.For(step, 0, -(-pairs // clusters), tirx.ForKind.SERIAL,
-                         _seq([tirx.Bind(pair, step * clusters + x // CLUSTER), *binds, body]),
+        if total % units:
+            body = tirx.IfThenElse(tile < total, body, None)
+        return [tirx.For(step, 0, -(-total // units), tirx.ForKind.SERIAL,
+                         _seq([tirx.Bind(tile, step * units + unit), *binds, body]),
                          annotations={WS_OP_ID: TILES_ID})]
 
     def _k_range(self, stmt: tirx.Stmt, k0: Any, k1: Any) -> tirx.Stmt:

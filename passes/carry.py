@@ -18,16 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 import tilelang.language as T
-from tilelang import tvm
 from tvm import tirx
 
-from .ir import op_name
+from .ir import STAGE_RELEASE, op_call
 
 __all__ = ["carried", "GEMM_OPS", "WG_WAIT"]
 
 GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm")
 WG_WAIT = "wg_wait"  # gemm annotation: how many wgmma groups may stay in flight after it (-1: no wait)
-_RELEASE = "tirx.ptx_arrive_barrier"
 
 
 def carried(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -49,18 +47,12 @@ def carried(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return func.with_body(body, span=func.span)
 
 
-def _call(s: tirx.Stmt) -> tirx.Call | None:
-    return s.value if isinstance(s, tirx.Evaluate) and isinstance(s.value, tirx.Call) else None
-
-
 def _is_gemm(s: tirx.Stmt) -> bool:
-    c = _call(s)
-    return c is not None and isinstance(c.op, tvm.ir.Op) and op_name(c) in GEMM_OPS
+    return op_call(s, *GEMM_OPS) is not None
 
 
 def _is_release(s: tirx.Stmt) -> bool:
-    c = _call(s)
-    return c is not None and isinstance(c.op, tvm.ir.Op) and c.op.name == _RELEASE
+    return op_call(s, STAGE_RELEASE) is not None
 
 
 def _is_counter(s: tirx.Stmt) -> bool:

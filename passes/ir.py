@@ -21,6 +21,8 @@ __all__ = [
     "top_level",
     "is_pipelined",
     "op_name",
+    "op_call",
+    "STAGE_RELEASE",
     "annotation_str",
     "text",
     "stask_ids",
@@ -31,6 +33,7 @@ LOOP_ID = "loop"
 TILES_ID = "tiles"  # ws_op_id of a persistent kernel's loop over its output tiles
 SWIZZLE_ATTR = "threadblock_swizzle_pattern"  # T.use_swizzle: a tile order, which a plan decides itself
 PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage")
+STAGE_RELEASE = "tirx.ptx_arrive_barrier"  # a materialized schedule's release of a pipeline stage (an mbarrier arrive)
 
 
 class ExtractionError(PtTvmError, ValueError):
@@ -39,6 +42,12 @@ class ExtractionError(PtTvmError, ValueError):
 
 def op_name(call: tirx.Call) -> str:
     return text(call.op.name if hasattr(call.op, "name") else call.op)
+
+
+def op_call(stmt: tirx.Stmt, *names: str) -> tirx.Call | None:
+    """The call ``stmt`` evaluates when it is a call of one of the ops ``names``, else None."""
+    call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+    return call if isinstance(call, tirx.Call) and isinstance(call.op, tvm.ir.Op) and op_name(call) in names else None
 
 
 def text(value: Any) -> str:

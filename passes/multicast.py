@@ -23,13 +23,12 @@ from tvm import tirx
 
 from pt_tvm.plan import CLUSTER
 
-from .ir import op_name, text
+from .ir import STAGE_RELEASE, op_call, text
 
 __all__ = ["clustered"]
 
 _ROOT = "tilelang_root"
 _TMA_COPY = "tl.tileop.tma_copy"
-_RELEASE = "tirx.ptx_arrive_barrier"
 
 
 def clustered(func: tirx.PrimFunc, buffers: Sequence[str]) -> tirx.PrimFunc:
@@ -39,8 +38,8 @@ def clustered(func: tirx.PrimFunc, buffers: Sequence[str]) -> tirx.PrimFunc:
     fulls, empties = {}, {}
 
     def copy(n: tirx.Evaluate) -> tirx.Stmt | None:
-        c = n.value
-        if not (isinstance(c, tirx.Call) and isinstance(c.op, tvm.ir.Op) and op_name(c) == _TMA_COPY):
+        c = op_call(n, _TMA_COPY)
+        if c is None:
             return None
         dst = c.args[1]
         if not (isinstance(dst, tirx.Call) and isinstance(dst.args[0], tirx.BufferLoad)
@@ -61,8 +60,8 @@ def clustered(func: tirx.PrimFunc, buffers: Sequence[str]) -> tirx.PrimFunc:
         empties[name[:-len("_full")] + "_empty"] = None
 
     def release(n: tirx.Evaluate) -> tirx.Stmt | None:
-        c = n.value
-        if not (isinstance(c, tirx.Call) and isinstance(c.op, tvm.ir.Op) and op_name(c) == _RELEASE):
+        c = op_call(n, STAGE_RELEASE)
+        if c is None:
             return None
         barrier = c.args[0]
         if not (isinstance(barrier, tirx.BufferLoad) and text(barrier.buffer.data.name) in empties):

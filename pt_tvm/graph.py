@@ -277,9 +277,13 @@ class STaskGraph:
     def loads_shared_along(self, index: str) -> tuple[STask, ...]:
         """The loop's copies from global memory whose tile does not vary with launch index ``index``: blocks that
         differ only along it load the same bytes (which a 2-CTA cluster may load once, ``ExecutionPlan.multicast``)."""
-        return tuple(t for t in self.loop_stasks if t.op == OpKind.COPY
-                     for g in [[a for a in t.reads if a.scope == "global"]]
-                     if g and not any(a.scope == "global" for a in t.writes) and index not in g[0].block_vars)
+        out = []
+        for t in self.loop_stasks:
+            reads = [a for a in t.reads if a.scope == "global"]
+            if t.op == OpKind.COPY and reads and not any(a.scope == "global" for a in t.writes) \
+                    and index not in reads[0].block_vars:
+                out.append(t)
+        return tuple(out)
 
     def edges_into(self, sid: str) -> tuple[Edge, ...]:
         return tuple(e for e in self.edges if e.dst == sid)

@@ -13,6 +13,7 @@ from .graph import BLOCK_SYNC, DepKind, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .lowering import MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, carried_gemms, reuses_dead_shared, splits_rows
 from .plan import (
+    CLUSTER,
     ExecutionPlan,
     PlanError,
     Style,
@@ -521,7 +522,7 @@ def _check_multicast(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
     if plan.multicast not in names[:2]:
         return no(f"need one of the grid's first two launch indices ({', '.join(names[:2]) or 'none'})")
     extent = graph.grid[plan.multicast]
-    if not isinstance(extent, int) or extent % 2:
+    if not isinstance(extent, int) or extent % CLUSTER:
         return no(f"need an even number of tiles along it (it has {extent})")
     if not graph.loads_and_multiplies:
         return no("need a loop of loads and gemms alone (the kind of kernel measured in clusters: GEMMs)")
