@@ -5,11 +5,15 @@ import math
 import os
 import re
 import subprocess
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
 from tilelang import tvm
 
+import pt_tvm
+from pt_tvm import hw
+from pt_tvm.space import Priority, warp_specialized
 from pt_tvm.templates import get
 
 
@@ -120,3 +124,16 @@ def clamped(e: "tvm.tirx.PrimExpr") -> int:
     ops = {tirx.Max: max, tirx.Min: min, tirx.Add: int.__add__, tirx.Sub: int.__sub__, tirx.Mul: int.__mul__,
            tirx.FloorDiv: int.__floordiv__, tirx.FloorMod: int.__mod__}
     return ops[type(e)](clamped(e.a), clamped(e.b))
+
+
+GEMM_TILE = {"M": 1024, "N": 1024, "K": 512, "block_M": 128, "block_N": 256, "block_K": 64}  # 8 x 4 tiles
+
+
+def ws_gemm_plan(depth: int = 3, persistent: bool = True, **shape):
+    """(func, vdev, graph, plan): the gemm template at ``GEMM_TILE`` updated by ``shape``, and its warp-specialized
+    plan of two consumer warpgroups ``depth`` stages deep, in program order, persistent or launched (H100 model)."""
+    func = built("gemm", **{**GEMM_TILE, **shape})
+    vdev = hw.get("h100")
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=depth, pipeline_stage={}, priority=Priority.PROGRAM)
+    return func, vdev, graph, replace(plan, persistent=persistent)

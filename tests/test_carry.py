@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from _util import built, compiles_without_spills
+from _util import built, compiles_without_spills, ws_gemm_plan
 
 import pt_tvm
 from pt_tvm import hw
@@ -22,16 +22,6 @@ from pt_tvm.space import Priority, carried_variant, warp_specialized
 from pt_tvm.templates import get
 from pt_tvm.verify import violations
 
-GEMM = {"M": 1024, "N": 1024, "K": 512, "block_M": 128, "block_N": 256, "block_K": 64}
-
-
-def _plan(depth: int = 3, persistent: bool = True, **shape):
-    func = built("gemm", **{**GEMM, **shape})
-    vdev = hw.get("h100")
-    graph = pt_tvm.extract(func, vdev)
-    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=depth, pipeline_stage={}, priority=Priority.PROGRAM)
-    return func, vdev, graph, replace(plan, persistent=persistent)
-
 
 def _consumer_loop(src: str) -> str:
     """The consumer's k-loop and the statements after it, up to the epilogue's first sync."""
@@ -40,7 +30,7 @@ def _consumer_loop(src: str) -> str:
 
 
 def test_a_carried_step_waits_for_the_step_before_and_releases_its_stage(tmp_path):
-    func, vdev, graph, plan = _plan()
+    func, vdev, graph, plan = ws_gemm_plan()
     carried = replace(plan, carry_gemms=True)
     assert not violations(carried, graph, vdev)
     plain = lower_planned(pt_tvm.passes.apply_plan(func, plan, vdev, graph), vdev.tvm_target()).kernel_source
@@ -89,7 +79,7 @@ def test_no_accumulator_read_before_the_last_wait(template, params, tmp_path):
 
 
 def test_the_plan_round_trips_and_plans_without_it_keep_their_json():
-    _, _, _, plan = _plan()
+    _, _, _, plan = ws_gemm_plan()
     assert "carry_gemms" not in plan.to_dict()
     carried = replace(plan, carry_gemms=True)
     assert ExecutionPlan.from_json(carried.to_json()) == carried
@@ -98,7 +88,7 @@ def test_the_plan_round_trips_and_plans_without_it_keep_their_json():
 
 def test_a_single_stage_cannot_be_carried():
     """The next step's stage fills while this step's wgmmas still read theirs: one version would deadlock."""
-    _, vdev, graph, plan = _plan(depth=1)
+    _, vdev, graph, plan = ws_gemm_plan(depth=1)
     assert not violations(plan, graph, vdev)
     found = violations(replace(plan, carry_gemms=True), graph, vdev)
     assert {v.rule for v in found} == {"carry"} and "two versions" in str(found[0])
@@ -106,7 +96,7 @@ def test_a_single_stage_cannot_be_carried():
 
 def test_only_persistent_plans_carry():
     """In launched kernels ptxas read the accumulator before the wait after the loop (wrong on one H200)."""
-    _, vdev, graph, plan = _plan(persistent=False)
+    _, vdev, graph, plan = ws_gemm_plan(persistent=False)
     assert carried_variant(plan, graph, vdev) is None
     found = violations(replace(plan, carry_gemms=True), graph, vdev)
     assert [v.rule for v in found] == ["carry"] and "persistent" in found[0].message
@@ -127,7 +117,7 @@ def test_swapped_tiles_are_not_offered_carried():
 
 
 def test_turns_and_other_work_in_the_loop_are_refused():
-    _, vdev, graph, plan = _plan()
+    _, vdev, graph, plan = ws_gemm_plan()
     turned = replace(plan, carry_gemms=True).extended(Handoff("consumer", "gemm_0", "gemm_0"))
     assert "carry" in {v.rule for v in violations(turned, graph, vdev)}
     fa = built("flash_attention", batch=1, heads=4, kv_heads=4, seq_len=512)

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from _util import built, clamped, compiles_without_spills
+from _util import built, clamped, compiles_without_spills, ws_gemm_plan
 from tilelang import tvm
 from tvm import tirx
 
@@ -30,16 +30,6 @@ from pt_tvm.space import Priority, multicast_variants, warp_specialized
 from pt_tvm.templates import get
 from pt_tvm.verify import violations
 
-GEMM = {"M": 1024, "N": 1024, "K": 512, "block_M": 128, "block_N": 256, "block_K": 64}  # 8 x 4 tiles
-
-
-def _plan(persistent: bool = True, **shape):
-    func = built("gemm", **{**GEMM, **shape})
-    vdev = hw.get("h100")
-    graph = pt_tvm.extract(func, vdev)
-    plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
-    return func, vdev, graph, replace(plan, persistent=persistent)
-
 
 def _lowered(func, plan, vdev, graph):
     art = lower_planned(pt_tvm.passes.apply_plan(func, plan, vdev, graph), vdev.tvm_target())
@@ -50,7 +40,7 @@ def _lowered(func, plan, vdev, graph):
 @pytest.mark.parametrize("axis, shared, own", [("by", "B", "A"), ("bx", "A", "B")])
 @pytest.mark.parametrize("carry", [False, True], ids=["waiting", "carried"])
 def test_a_cluster_multicasts_the_shared_tile_and_releases_its_stages_on_both_ctas(axis, shared, own, carry, tmp_path):
-    func, vdev, graph, plan = _plan()
+    func, vdev, graph, plan = ws_gemm_plan()
     plan = replace(plan, multicast=axis, carry_gemms=carry)
     assert not violations(plan, graph, vdev)
     src, attrs = _lowered(func, plan, vdev, graph)
@@ -78,11 +68,11 @@ def test_a_cluster_multicasts_the_shared_tile_and_releases_its_stages_on_both_ct
 
 
 def test_the_plan_round_trips_and_plans_without_it_keep_their_json():
-    _, _, _, plan = _plan()
+    _, _, graph, plan = ws_gemm_plan()
     assert "multicast" not in plan.to_dict()
     clustered = replace(plan, multicast="by")
     assert ExecutionPlan.from_json(clustered.to_json()) == clustered
-    assert "2-CTA clusters along by" in clustered.describe(pt_tvm.extract(built("gemm", **GEMM), hw.get("h100")))
+    assert "2-CTA clusters along by" in clustered.describe(graph)
 
 
 def _rules(plan, graph, vdev):
@@ -90,9 +80,9 @@ def _rules(plan, graph, vdev):
 
 
 def test_launched_plans_and_odd_grids_are_refused():
-    func, vdev, graph, plan = _plan(persistent=False)
+    func, vdev, graph, plan = ws_gemm_plan(persistent=False)
     assert "persistent" in _rules(replace(plan, multicast="by"), graph, vdev)["multicast"]
-    _, vdev, graph, plan = _plan(M=384)  # 3 block rows
+    _, vdev, graph, plan = ws_gemm_plan(M=384)  # 3 block rows
     found = _rules(replace(plan, multicast="by"), graph, vdev)
     assert "even number of tiles" in found["multicast"] and "(it has 3)" in found["multicast"]
     assert not _rules(replace(plan, multicast="bx"), graph, vdev)  # 4 block columns pair
@@ -110,13 +100,13 @@ def test_attention_is_refused():
         plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
         found = _rules(replace(plan, persistent=True, multicast="bx"), graph, vdev)
         assert "loads and gemms alone" in found["multicast"]
-    _, vdev, graph, plan = _plan()  # a GEMM whose trips varied over the grid would be refused as well
+    _, vdev, graph, plan = ws_gemm_plan()  # a GEMM whose trips varied over the grid would be refused as well
     uneven = replace(graph, loop=replace(graph.loop, max_trip_count=16.0))
     assert "as many loop steps in every tile" in _rules(replace(plan, multicast="by"), uneven, vdev)["multicast"]
 
 
 def test_a_chip_without_clusters_refuses_them():
-    _, vdev, graph, plan = _plan()
+    _, vdev, graph, plan = ws_gemm_plan()
     bare = replace(vdev, features=vdev.features - {"clusters"})
     assert "clusters" in _rules(replace(plan, multicast="by"), graph, bare)["multicast"]
     assert multicast_variants(plan, graph, bare) == []
@@ -124,7 +114,7 @@ def test_a_chip_without_clusters_refuses_them():
 
 
 def test_loads_shared_along_a_launch_index():
-    graph = pt_tvm.extract(built("gemm", **GEMM), hw.get("h100"))
+    _, _, graph, _ = ws_gemm_plan()
     assert [t.reads[0].buffer for t in graph.loads_shared_along("by")] == ["B"]
     assert [t.reads[0].buffer for t in graph.loads_shared_along("bx")] == ["A"]
 
@@ -175,7 +165,7 @@ def test_the_clusters_walk_every_tile_once_in_pairs_that_share_the_load(axis, or
     """The pair walk (``passes.apply``) of 8 x 32 tiles (128 pairs) over 66 clusters: two steps, the second
     guarded; each tile computed once, the CTAs of a cluster on neighbours along ``axis`` (so on the same tile of the
     other index, the one their multicast copy reads), the pairs in the plan's order."""
-    func, vdev, graph, plan = _plan(M=4096, N=2048, K=256)
+    func, vdev, graph, plan = ws_gemm_plan(M=4096, N=2048, K=256)
     plan = replace(plan, multicast=axis, tile_order=order)
     assert not violations(plan, graph, vdev)
     block = find_root_block(func)
