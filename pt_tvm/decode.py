@@ -2,15 +2,15 @@
 
 ``decode_attention(q, k_cache, v_cache, cache_seqlens, block_table=None)`` runs
 the ``decode_attention`` template (split-KV FlashDecoding over a contiguous or
-paged KV cache). A decoding loop calls it at every step with a cache that
-grows by ``q_len`` tokens, so the plan (key tile, split count, pipeline) is
-chosen for a *bucket* of lengths, the next power of two of the longest
-sequence: the first step of a bucket searches (and, with ``tune``, measures)
-and compiles, every later step of it reuses the kernel. The kernel itself
-reads each sequence's length at run time, so a bucket's kernel is correct for
-every length up to the cache's capacity; the bucket only decides which plan
-is fastest. :class:`PlanBook` is the bucket cache, kept apart so that other
-ops can reuse it.
+paged KV cache). A serving loop calls it at every step with a cache that grows
+by ``q_len`` tokens and, with continuous batching, a batch that changes from
+step to step, so the plan (key tile, split count, pipeline) is chosen for a
+*bucket*: the next powers of two of the batch size and of the longest sequence.
+The first step of a bucket searches (and, with ``tune``, measures); the kernel
+takes the batch size and the cache's sizes as arguments (the template's
+``dynamic`` sizes) and reads each sequence's length at run time, so one
+compiled kernel serves every batch and cache whose bucket's plan is the same.
+:class:`PlanBook` is the bucket cache, kept apart so that other ops can reuse it.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .templates.base import bucket
 from .tune import tune_template
 
 __all__ = ["decode_attention", "DecodeAttention", "PlanBook", "DecodeInputError", "decode_problem",
-           "check_inputs", "check_shapes", "planned_for"]
+           "check_inputs", "check_shapes", "planned_for", "Planned"]
 
 TEMPLATE = "decode_attention"
 
@@ -56,6 +56,9 @@ class PlanBook:
         return len(self.kernels)
 
 
+_SIZES = ("batch", "kv_len", "num_pages")  # what a kernel of dynamic sizes takes as arguments
+
+
 def decode_problem(q: Any, k_cache: Any, block_table: Any, softmax_scale: float | None) -> dict:
     """The template problem of these tensors (``kv_len`` is the cache's capacity per sequence)."""
     batch, q_len, heads, dim = (int(x) for x in q.shape)
@@ -64,7 +67,7 @@ def decode_problem(q: Any, k_cache: Any, block_table: Any, softmax_scale: float 
     problem = dict(batch=batch, q_len=q_len, heads=heads, kv_heads=int(k_cache.shape[2]),
                    kv_len=int(block_table.shape[1]) * page_size if paged else int(k_cache.shape[1]), dim=dim,
                    dtype=str(q.dtype).removeprefix("torch."), page_size=page_size,
-                   num_pages=int(k_cache.shape[0]) if paged else 0, ragged=False,
+                   num_pages=int(k_cache.shape[0]) if paged else 0, ragged=False, dynamic=False,
                    softmax_scale=0.0 if softmax_scale is None else float(softmax_scale))
     return problem
 
@@ -133,19 +136,21 @@ def _check_values(q: Any, k_cache: Any, cache_seqlens: Any, block_table: Any, ca
 
 @dataclass
 class DecodeAttention:
-    """The decoding-attention op with its own plan book: one search and compile per shape bucket.
+    """The decoding-attention op with its own plan book: one search per bucket of batch size and length, one
+    compile per plan (buckets whose search finds the same plan share its kernel).
 
-    ``tune``: plans measured on the GPU per bucket (0: the cost model's choice alone). A bucket whose plan fuses
-    the combine keeps its kernel's arrival counters across calls (the template's ``FusedSplitKV``): the op must
-    not run one bucket on two streams at once.
+    ``tune``: plans measured on the GPU per bucket (0: the cost model's choice alone). A kernel whose plan fuses
+    the combine keeps its arrival counters across calls (the template's ``FusedSplitKV``): the op must not run it
+    on two streams at once.
     """
 
     target: Any = None
     tune: int = 0
     book: PlanBook = field(init=False)
+    kernels: dict = field(default_factory=dict)  # (shape, plan JSON) -> compiled kernel
 
     def __post_init__(self) -> None:
-        self.book = PlanBook(self._compile)
+        self.book = PlanBook(self._plan)
 
     def __call__(self, q: Any, k_cache: Any, v_cache: Any, cache_seqlens: Any, block_table: Any = None,
                  softmax_scale: float | None = None, *, max_seqlen: int | None = None, validate: bool = True) -> Any:
@@ -157,33 +162,53 @@ class DecodeAttention:
         problem = decode_problem(q, k_cache, block_table, softmax_scale)
         templates.get(TEMPLATE).resolve_problem(**problem)  # shapes the template cannot take fail here, by name
         longest = int(cache_seqlens.max()) if max_seqlen is None else int(max_seqlen)
-        key = (tuple(sorted(problem.items())), bucket(longest, most=problem["kv_len"]), q.device.index)
+        shape = tuple(sorted((k, v) for k, v in problem.items() if k not in (*_SIZES, "dynamic")))
+        key = (shape, bucket(problem["batch"]), bucket(longest, most=problem["kv_len"]), q.device.index)
         inputs = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if block_table is not None else ())
-        return self.book.get(key)(*inputs)
+        return self._kernel(self.book.get(key))(*inputs)
 
-    def _compile(self, key: Hashable) -> Any:
-        """Search the bucket's plan at the bucket's length, then compile it for the cache's capacity."""
-        items, length, device = key
-        problem = dict(items)
+    def _plan(self, key: Hashable) -> Planned:
+        """The bucket's plan, searched at its batch size and length."""
+        shape, batch, length, device = key
         vdev = hw.for_target(self.target) if self.target is not None else hw.from_device(device or 0)
-        searched = dict(problem, kv_len=length)
-        if problem["page_size"]:
-            page = problem["page_size"]
-            searched["kv_len"] = page * math.ceil(length / page)
+        page = dict(shape)["page_size"]
+        searched = dict(shape, batch=batch, kv_len=page * math.ceil(length / page) if page else length,
+                        num_pages=0, dynamic=True)
         if self.tune:
             candidate = tune_template(TEMPLATE, vdev, params=searched, top_k=self.tune).best.candidate
         else:
             candidate = schedule_template(TEMPLATE, vdev, params=searched)[0].best
-        return templates.get(TEMPLATE).compile(planned_for(problem, candidate, vdev), vdev.tvm_target())
+        return Planned(shape, searched, candidate, vdev)
+
+    def _kernel(self, planned: Planned) -> Any:
+        """The plan's kernel, compiled on its first bucket (dynamic sizes priced at that bucket's) and shared by
+        every bucket whose search finds the same plan."""
+        key = (planned.shape, planned.candidate.plan.to_json())
+        if key not in self.kernels:
+            self.kernels[key] = templates.get(TEMPLATE).compile(
+                planned_for(planned.problem, planned.candidate, planned.vdev), planned.vdev.tvm_target())
+        return self.kernels[key]
 
     def plans(self) -> Mapping[Hashable, Any]:
-        """The compiled kernels by bucket key (for inspection)."""
-        return dict(self.book.kernels)
+        """The compiled kernels by (shape, plan JSON), for inspection."""
+        return dict(self.kernels)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A bucket's search: the shape class (everything but the sizes), the problem searched (the bucket's sizes,
+    ``dynamic``), the chosen candidate and the chip."""
+
+    shape: tuple
+    problem: Mapping[str, Any]
+    candidate: Any
+    vdev: Any
 
 
 def planned_for(problem: Mapping[str, Any], candidate: Any, target: Any) -> Any:
-    """The split kernel for ``problem`` (the cache's capacity) at the tile of a candidate searched at a bucket's
-    length, with its plan for ``target``: a bucket's plan fits every length, only its loop's trip count differs."""
+    """The split kernel for ``problem`` at the tile of a candidate searched at a bucket's sizes, with its plan for
+    ``target``: a bucket's plan fits every size (with ``dynamic`` ones, every batch and cache: one kernel), only
+    its loop's trip count differs."""
     return apply_plan(templates.get(TEMPLATE).build(**problem, **candidate.plan.tile), candidate.plan, target)
 
 

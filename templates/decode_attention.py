@@ -38,7 +38,7 @@ import torch
 import tvm
 from tilelang.contrib.nvcc import have_pdl
 
-from .base import FAST_MATH, Template, TemplateError
+from .base import FAST_MATH, Template, TemplateError, priced, size
 from .online_softmax import ACCUM, LOG2E, guard_empty_rows, rescale_and_exponentiate, update_max
 
 __all__ = ["DECODE_ATTENTION", "DecodeTemplate", "SplitKV", "FusedSplitKV", "build_decode_attention", "build_combine",
@@ -69,27 +69,32 @@ def kv_bytes(problem: Mapping[str, Any]) -> float:
 def build_decode_attention(
     batch: int, q_len: int, heads: int, kv_heads: int, kv_len: int, dim: int, dtype: str, page_size: int,
     num_pages: int, softmax_scale: float, block_N: int, num_splits: int, threads: int, num_stages: int,
-    fused_combine: int = 0, pdl: int = 0,
+    fused_combine: int = 0, pdl: int = 0, dynamic: bool = False,
 ):
     """The split kernel: ``O`` (``num_splits == 1``) or ``O_partial``/``LSE`` (one entry per split) for every
     query row of every head. ``page_size == 0`` reads a contiguous cache, otherwise a paged one; the scores are
     scaled by ``softmax_scale``. ``fused_combine``: the last block of each sequence and KV head to finish (counted
     in ``Semaphore``) also combines the partials into ``O``, with no second kernel. ``pdl``: the blocks trigger
     the dependent launch first, so that the combine kernel, launched as a programmatic dependent launch, is placed
-    while they run."""
+    while they run. ``dynamic``: the batch size, the cache's capacity (contiguous) or its pool and block-table
+    width (paged) are kernel arguments, priced at the values given: one kernel for every batch and cache of the
+    other sizes, as a serving loop calls it."""
     groups = heads // kv_heads
     rows = q_len * groups
     block_M = _ROW_TILE * math.ceil(rows / _ROW_TILE)
     scale = LOG2E * softmax_scale
-    capacity_blocks = math.ceil(kv_len / block_N)
-    max_per_split = math.ceil(capacity_blocks / num_splits)
     paged = page_size > 0
+    sizes = {"batch": batch, **({"num_pages": num_pages, "max_pages": kv_len // page_size} if paged
+                                else {"kv_len": kv_len})}
+    batch, num_pages, max_pages, capacity = _sizes(sizes, page_size, dynamic)
+    capacity_blocks = T.ceildiv(capacity, block_N) if dynamic else math.ceil(kv_len / block_N)
+    max_per_split = T.ceildiv(capacity_blocks, num_splits) if dynamic else math.ceil(capacity_blocks / num_splits)
     spans_pages = paged and page_size < block_N  # a key block reads several pages
     chunk = min(dim, 128 * 8 // torch.finfo(getattr(torch, dtype)).bits)  # elements of a 128-byte row chunk
     page_chunks = tuple(itertools.product(range(block_N // page_size), range(dim // chunk))) if spans_pages else ()
     q_shape = (batch, q_len, heads, dim)
-    kv_shape = (num_pages, page_size, kv_heads, dim) if paged else (batch, kv_len, kv_heads, dim)
-    table_shape = (batch, kv_len // page_size if paged else 1)
+    kv_shape = (num_pages, page_size, kv_heads, dim) if paged else (batch, capacity, kv_heads, dim)
+    table_shape = (batch, max_pages if paged else 1)
     part_shape = (batch, q_len, heads, num_splits, dim)
     lse_shape = (batch, q_len, heads, num_splits)
     sem_shape = (batch, kv_heads)
@@ -297,15 +302,29 @@ def build_decode_attention(
                              Semaphore: T.Tensor(sem_shape, "int32"), O: T.Tensor(q_shape, dtype)):
             with T.Kernel(*grid, threads=threads) as (bx, by, bz):
                 split_program(Q, K, V, O, O_partial, LSE, Semaphore, at(cache_seqlens, block_table, bx, by, bz))
-    return decode_attention
+    return priced(decode_attention, sizes if dynamic else {})
 
 
-def build_combine(batch: int, q_len: int, heads: int, dim: int, dtype: str, num_splits: int, pdl: bool = False):
+def _sizes(sizes: Mapping[str, int], page_size: int, dynamic: bool) -> tuple:
+    """``(batch, num_pages, max_pages, capacity)`` of the kernel: the given values, or (``dynamic``) symbolic
+    sizes of those names (a contiguous cache's capacity is ``kv_len``; a paged one's, its block table's width in
+    pages)."""
+    batch, *cache = (size(name, value, dynamic) for name, value in sizes.items())
+    if page_size:
+        num_pages, max_pages = cache
+        return batch, num_pages, max_pages, max_pages * page_size
+    return batch, 0, 1, cache[0]
+
+
+def build_combine(batch: int | None, q_len: int, heads: int, dim: int, dtype: str, num_splits: int,
+                  pdl: bool = False):
     """The second kernel: ``O = sum_s 2^(LSE_s - LSE) O_partial_s`` with ``LSE = log2 sum_s 2^LSE_s``, one
     block per query row of one head, a thread per element: each thread issues its loads of every split's LSE and
     partial together, so the kernel waits on memory once. ``pdl``: launched as a programmatic dependent launch
     (Hopper and later), its blocks are placed while the split kernel still runs and wait for its partials in
-    ``cudaGridDependencySynchronize``, which hides the launch between the two kernels."""
+    ``cudaGridDependencySynchronize``, which hides the launch between the two kernels. ``batch`` None: a
+    symbolic batch size, as the split kernel's ``dynamic`` sizes."""
+    batch = size("batch", 0, True) if batch is None else batch
 
     @T.prim_func
     def decode_combine(O_partial: T.Tensor((batch, q_len, heads, num_splits, dim), ACCUM),
@@ -375,8 +394,9 @@ def _check_problem(problem: Mapping[str, Any]) -> None:
     scale = problem["softmax_scale"]
     if not isinstance(scale, (int, float)) or isinstance(scale, bool) or scale < 0 or not math.isfinite(scale):
         raise _fail("softmax_scale", f"must be a finite float > 0 (or 0 for 1/sqrt(dim)), got {scale!r}")
-    if not isinstance(problem["ragged"], bool):
-        raise _fail("ragged", f"must be a bool, got {problem['ragged']!r}")
+    for key in ("ragged", "dynamic"):
+        if not isinstance(problem[key], bool):
+            raise _fail(key, f"must be a bool, got {problem[key]!r}")
     page, pages = problem["page_size"], problem["num_pages"]
     if not isinstance(page, int) or isinstance(page, bool) or page < 0:
         raise _fail("page_size", f"must be 0 (contiguous cache) or a power of two, got {page!r}")
@@ -428,14 +448,14 @@ def scale_of(problem: Mapping[str, Any]) -> float:
     return problem["softmax_scale"] or 1.0 / math.sqrt(problem["dim"])
 
 
-def _build(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size, num_pages, ragged, softmax_scale, block_N,
-           num_splits, threads, fused_combine, pdl, num_stages):
+def _build(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size, num_pages, ragged, dynamic, softmax_scale,
+           block_N, num_splits, threads, fused_combine, pdl, num_stages):
     """``Template.builder``: the split kernel (``ragged`` only shapes the inputs)."""
     problem = dict(batch=batch, kv_len=kv_len, dim=dim, page_size=page_size, num_pages=num_pages,
                    softmax_scale=softmax_scale)
     return build_decode_attention(batch, q_len, heads, kv_heads, kv_len, dim, dtype, page_size,
                                   pool_pages(problem) if page_size else 0, scale_of(problem), block_N, num_splits,
-                                  threads, num_stages, fused_combine, pdl)
+                                  threads, num_stages, fused_combine, pdl, dynamic)
 
 
 def make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
@@ -557,9 +577,11 @@ class DecodeTemplate(Template):
             return Template.compile(self, func, target)
         if "Semaphore" in params:  # O_partial, LSE, Semaphore, O: the workspace and O come back, O alone is returned
             kernel = Template.compile(replace(self, out_idx=(-4, -3, -1)), func, target)
-            return FusedSplitKV(kernel, tuple(int(x) for x in params["Semaphore"].shape))
+            return FusedSplitKV(kernel, int(params["Semaphore"].shape[1]))
         split = Template.compile(replace(self, out_idx=(-2, -1)), func, target)
-        batch, q_len, heads, splits, dim = (int(x) for x in params["O_partial"].shape)
+        # a dynamic batch is a symbolic size (no value): the combine kernel takes it as an argument too
+        batch, q_len, heads, splits, dim = (int(x.value) if hasattr(x, "value") else None
+                                            for x in params["O_partial"].shape)
         pdl = have_pdl(target if isinstance(target, tvm.target.Target) else tvm.target.Target(target))
         combine = tilelang.compile(build_combine(batch, q_len, heads, dim, str(params["Q"].dtype), splits, pdl),
                                    out_idx=[-1], target=target, pass_configs=dict(self.pass_configs))
@@ -588,20 +610,21 @@ class SplitKV:
 @dataclass(frozen=True)
 class FusedSplitKV:
     """The split kernel whose last block per sequence and KV head combines (``fused_combine``): it takes the
-    arrival counters ``Semaphore`` (int32 ``semaphore_shape``), zero between launches since each launch's last
+    arrival counters ``Semaphore`` (int32 ``[batch, kv_heads]``), zero between launches since each launch's last
     blocks zero theirs. They are made zero on the first call, on the inputs' device, and passed to every later
-    call (a CUDA graph captured after a first call replays with them); the calls of one compiled kernel share
-    them, so the same kernel must not run concurrently on two streams."""
+    call (a CUDA graph captured after a first call replays with them); a larger batch (a kernel of ``dynamic``
+    sizes) makes new ones, a smaller one takes their first rows. The calls of one compiled kernel share them, so
+    the same kernel must not run concurrently on two streams."""
 
     kernel: Any
-    semaphore_shape: tuple[int, ...]
+    kv_heads: int
     semaphores: dict = field(default_factory=dict, compare=False, repr=False)  # device -> its counters
 
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
-        device = inputs[0].device
-        if device not in self.semaphores:
-            self.semaphores[device] = torch.zeros(self.semaphore_shape, dtype=torch.int32, device=device)
-        return self.kernel(*inputs, self.semaphores[device])[-1]
+        device, batch = inputs[0].device, inputs[0].shape[0]
+        if device not in self.semaphores or len(self.semaphores[device]) < batch:
+            self.semaphores[device] = torch.zeros((batch, self.kv_heads), dtype=torch.int32, device=device)
+        return self.kernel(*inputs, self.semaphores[device][:batch])[-1]
 
     def get_kernel_source(self) -> str:
         return self.kernel.get_kernel_source()
@@ -617,7 +640,8 @@ DECODE_ATTENTION = DecodeTemplate(
     builder=_build,
     reference=reference,
     problem={"batch": 4, "q_len": 1, "heads": 32, "kv_heads": 8, "kv_len": 8192, "dim": 128, "dtype": "float16",
-             "page_size": 0, "num_pages": 0, "ragged": False, "softmax_scale": 0.0},
+             "page_size": 0, "num_pages": 0, "ragged": False, "dynamic": False, "softmax_scale": 0.0},
+    # dynamic: the batch and the cache's sizes are kernel arguments that the other sizes only price (the op)
     tile={"block_N": 64, "num_splits": 1, "threads": 128, "fused_combine": 0, "pdl": 0},
     # fused_combine=1 is searched only when pinned: its plans are software pipelines (TileLang's warp
     # specialization folds the elected thread's counter away), which on one H200 ran 4-7% slower at every split

@@ -17,7 +17,7 @@ from pt_tvm.cost import streaming_eus
 from pt_tvm.decode import DecodeInputError, check_inputs, decode_problem
 from pt_tvm.graph import BLOCK_SYNC, OpKind, Placement
 from pt_tvm.hw import SEUKind
-from pt_tvm.passes import ExtractionError, extract_stask_graph
+from pt_tvm.passes import ExtractionError, apply_plan, extract_stask_graph
 from pt_tvm.plan import Style
 from pt_tvm.templates import TemplateError, get
 from pt_tvm.templates.base import bucket
@@ -229,7 +229,6 @@ def test_warp_specialized_plans_refuse_the_fused_combine():
 def fused_kernel():
     """The fused kernel compiled (no GPU needed) at its shallowest software pipeline, the quickest for TileLang's
     simplifier to lower (tens of seconds on this kernel's dynamic-length loop)."""
-    from pt_tvm.passes import apply_plan
 
     func, _ = _fused_graph()
     plan = min((c.plan for c in schedule(func, H100).ranked), key=lambda p: p.num_stages)
@@ -239,7 +238,7 @@ def fused_kernel():
 def test_fused_plan_compiles_to_one_kernel_that_counts_and_combines(fused_kernel):
     """One kernel taking the counters and writing O: every block fences its partials and thread 0 bumps the
     counter (acquire-release); the last block fences, combines and zeroes the counter."""
-    assert isinstance(fused_kernel, FusedSplitKV) and fused_kernel.semaphore_shape == (1, 2)
+    assert isinstance(fused_kernel, FusedSplitKV) and fused_kernel.kv_heads == 2
     func = fused_kernel.prim_func
     params = [str(func.buffer_map[p].name) for p in func.params]
     assert params[-4:] == ["O_partial", "LSE", "Semaphore", "O"]
@@ -272,19 +271,25 @@ def test_fused_combine_reads_the_partials_coherently(fused_kernel, tmp_path):
 
 def test_fused_callable_keeps_one_zeroed_semaphore_per_device():
     """The counters are made on the first call, zeroed, on the inputs' device, and passed to every later call
-    (the kernel zeroes them again at its end); O, the kernel's last output, is returned."""
+    (the kernel zeroes them again at its end); a smaller batch takes their first rows, a larger one new counters;
+    O, the kernel's last output, is returned."""
     calls = []
 
     def kernel(*args):
         calls.append(args)
         return ["O_partial", "LSE", "O"]
 
-    fused = FusedSplitKV(kernel, (2, 4))
+    fused = FusedSplitKV(kernel, 4)
     q = torch.zeros(2, 1, 8, 64)
     assert fused(q, q) == "O" and fused(q, q) == "O"
     sems = [c[-1] for c in calls]
-    assert sems[0] is sems[1] and sems[0].dtype == torch.int32 and tuple(sems[0].shape) == (2, 4)
-    assert not sems[0].any() and sems[0].device == q.device and list(fused.semaphores) == [q.device]
+    assert sems[0].data_ptr() == sems[1].data_ptr() and sems[0].dtype == torch.int32
+    assert tuple(sems[0].shape) == (2, 4) and not sems[0].any() and sems[0].device == q.device
+    assert list(fused.semaphores) == [q.device]
+    fused(q[:1], q[:1])
+    assert tuple(calls[-1][-1].shape) == (1, 4) and calls[-1][-1].data_ptr() == sems[0].data_ptr()
+    fused(torch.zeros(5, 1, 8, 64), q)
+    assert tuple(calls[-1][-1].shape) == (5, 4) and not calls[-1][-1].any()
 
 
 # ---------------------------------------------------------------- bad input
@@ -468,24 +473,48 @@ def test_fused_combine_matches_the_reference_and_the_combine_kernel(params):
 
 @pytest.mark.gpu
 def test_op_reuses_the_bucket_plan():
-    """Two steps of a decoding loop in one bucket compile once; a longer cache moves to the next bucket."""
+    """Two steps of a decoding loop in one bucket search once; a longer cache moves to the next bucket, and so
+    does a batch of one; kernels are compiled once per plan, whatever the batch."""
     from pt_tvm.decode import DecodeAttention
     from pt_tvm.measure import REL_TOL, rel_err
 
     op = DecodeAttention()
     problem, _ = T.resolve(batch=2, kv_len=8192, page_size=64, ragged=False)
     q, k, v, seqlens, table = T.make_inputs(problem, "cuda", torch.Generator(device="cuda").manual_seed(3))
-    for n in (1500, 1600, 3000):
-        lengths = torch.full_like(seqlens, n)
-        out = op(q, k, v, lengths, table)
-        ref = T.reference(q, k, v, lengths, table, **problem)
-        assert rel_err(out, ref) <= REL_TOL["float16"]
-    assert len(op.book) == 2
+    for batch, n in ((2, 1500), (2, 1600), (2, 3000), (1, 1500)):
+        lengths = torch.full_like(seqlens[:batch], n)
+        out = op(q[:batch], k, v, lengths, table[:batch])
+        ref = T.reference(q[:batch], k, v, lengths, table[:batch], **problem)
+        assert rel_err(out, ref) <= REL_TOL["float16"], (batch, n)
+    assert len(op.book) == 3 and len(op.plans()) == len({p.candidate.plan.to_json() for p in op.book.kernels.values()})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page_size,tile,style", [
+    (0, {"num_splits": 1, "block_N": 64}, WS),
+    (0, {"num_splits": 8, "block_N": 128}, WS),
+    (16, {"num_splits": 4, "block_N": 64}, SW),
+    (64, {"num_splits": 4, "fused_combine": 1}, SW),
+])
+def test_one_dynamic_kernel_serves_every_batch_and_cache(page_size, tile, style):
+    """A kernel of ``dynamic`` sizes, searched at batch 4 x 2048 keys, against the float32 reference at other
+    batch sizes, capacities and page pools (ragged lengths, fresh inputs each)."""
+    from pt_tvm.measure import REL_TOL, rel_err
+
+    vdev = hw.from_device()
+    params = dict(batch=4, kv_len=2048, page_size=page_size, ragged=True, dynamic=True)
+    result, _, build = schedule_template("decode_attention", vdev, params=params,
+                                         tiles=[{**T.resolve(**params)[1], **tile}])
+    kernel = T.compile(build(next(c for c in result.ranked if c.plan.style == style)), vdev.tvm_target())
+    for seed, (batch, kv_len) in enumerate([(4, 2048), (1, 4096), (6, 1024), (3, 3072)]):
+        sized, _ = T.resolve(**{**params, "batch": batch, "kv_len": kv_len, "dynamic": False})
+        inputs = T.make_inputs(sized, "cuda", torch.Generator(device="cuda").manual_seed(seed))
+        err = rel_err(kernel(*inputs), T.reference(*inputs, **sized))
+        assert err <= REL_TOL[sized["dtype"]], (batch, kv_len, err)
 
 
 def test_split_template_compiles_to_split_and_combine_kernels():
     """With several splits the template's compile returns one callable of two kernels (no GPU needed to build)."""
-    from pt_tvm.passes import apply_plan
     from pt_tvm.templates.decode_attention import SplitKV
 
     problem, tile = T.resolve(batch=2, kv_len=4096, num_splits=4)
@@ -563,3 +592,49 @@ def test_a_bucket_plan_applies_at_the_cache_capacity():
     built = []
     book = PlanBook(lambda key: built.append(key) or f"kernel {key}")
     assert book.get(("a", 1024)) == book.get(("a", 1024)) == "kernel ('a', 1024)" and built == [("a", 1024)]
+
+
+@pytest.mark.parametrize("page_size", [0, 16])
+def test_dynamic_sizes_are_kernel_arguments_priced_at_the_problem(page_size):
+    """``dynamic``: the batch size and the cache's sizes are kernel arguments (one kernel for every batch and
+    cache), priced at the problem's values: the same loop as the kernel of those sizes, the same copies."""
+    params = dict(batch=8, kv_len=16384, page_size=page_size, num_splits=4)
+    problem, tile = T.resolve(**params, dynamic=True)
+    func = T.build(**problem, **tile)
+    sizes = {"batch": 8, **({"num_pages": 8192, "max_pages": 1024} if page_size else {"kv_len": 16384})}
+    assert dict(func.attrs["pt.symbol_hints"]) == sizes
+    graph = extract_stask_graph(func, H100)
+    assert graph.symbols == sizes and graph.loop.trip_count == _graph(**params)[0].loop.trip_count == 64
+    plan = next(c.plan for c in schedule(func, H100).ranked if c.plan.style == Style.WARP_SPECIALIZED)
+    src = lower_planned(apply_plan(func, plan, H100), H100.tvm_target(), T.pass_configs).kernel_source
+    head = re.search(r"__global__ void[^{;]*", src).group(0)
+    # the capacity bounds the split's key blocks (and a paged table's width is its row stride); a paged pool's
+    # page count lives in the TMA descriptor the host builds at launch, so the kernel may not take it
+    assert ("int max_pages" if page_size else "int kv_len") in head and "tma_load" in src
+    combine = lower_planned(build_combine(None, 1, 32, 128, "float16", 4), H100.tvm_target(),
+                            T.pass_configs).kernel_source
+    assert "int batch" in re.search(r"__global__ void[^{;]*", combine).group(0)
+
+
+def test_op_searches_per_bucket_and_compiles_per_plan(monkeypatch):
+    """The op searches once per bucket of batch size and length (at the bucket's sizes, dynamic) and compiles once
+    per plan: batches of 3 and 4 share a bucket, batch 1 is another; a repeated call does neither."""
+    from pt_tvm.decode import DecodeAttention
+
+    compiled = []
+
+    def compile(self, func, target):
+        compiled.append(func)
+        return lambda q, *rest: torch.zeros_like(q)
+
+    monkeypatch.setattr(type(T), "compile", compile)
+    op = DecodeAttention(target="h100")
+    problem, _ = T.resolve(batch=4, heads=8, kv_heads=2, kv_len=512, dim=64, ragged=False)
+    q, k, v, seqlens = T.make_inputs(problem, "cpu", torch.Generator().manual_seed(0))
+    for batch in (3, 4, 1, 3):
+        op(q[:batch], k[:batch], v[:batch], seqlens[:batch] - 100)
+    assert [(p.problem["batch"], p.problem["kv_len"], p.problem["dynamic"]) for p in op.book.kernels.values()] \
+        == [(4, 512, True), (1, 512, True)]
+    plans = {p.candidate.plan.to_json() for p in op.book.kernels.values()}
+    assert len(op.plans()) == len(compiled) == len(plans)
+    assert all(dict(f.attrs["pt.symbol_hints"])["batch"] in (1, 4) for f in compiled)
