@@ -13,6 +13,12 @@
 #   decode1  carry nothing                GPU 0: part 4/16; GPU 1: part 8/16
 #   decode2  carry nothing                GPU 0: part 12/16
 # each as: bash benchmarks/results/2026-11-29-h200-x2-decode/run.sh STEP COMMIT
+# Ran 2026-11-29 with COMMIT 50593ce, every part whole (decode-*/suite.log; merged: decode.json.gz; the parts'
+# JSON are in it). What ran: decode0 (the GPU tests and part 0) the tree of 50593ce; decode1 and decode2 (parts 4,
+# 8, 12) a working tree whose templates/decode_attention.py was already 8af2b21's (the template's dynamic sizes,
+# edited while the calls ran: their rows' configs carry its new `dynamic: False`). Its static kernels are those of
+# 50593ce: the TIR of 192 static decode kernels (both layouts, 1 and 8 splits, fused or not, q_len 1 and 4) hashes
+# the same from both files; benchmarks/ and the rest of the template path were 50593ce's.
 set -u
 export PT_TVM_GIT_COMMIT=$2
 [ $1 = peers ] && { source .gpu-peers/a/peers.sh; exit; }
