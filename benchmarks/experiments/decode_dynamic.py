@@ -87,8 +87,12 @@ def run(path: str, out_dir: str) -> None:
         rows.append(row)
         print(_line(row), flush=True)
     result = {"header": header("python -m benchmarks.experiments.decode_dynamic run PLANS.json $OUT",
-                               torch.cuda.get_device_name()), "rows": rows, "op": _op_calls(template)}
-    with open(os.path.join(out_dir, "decode_dynamic.json"), "w") as f:
+                               torch.cuda.get_device_name()), "rows": rows}
+    path = os.path.join(out_dir, "decode_dynamic.json")
+    with open(path, "w") as f:  # the kernels' rows first: the op's calls search and compile, and may run out
+        json.dump(result, f, indent=1)
+    result["op"] = _op_calls(template)
+    with open(path, "w") as f:
         json.dump(result, f, indent=1)
     for call in result["op"]:
         print(f"op: batch {call['batch']:3} kv {call['longest']:6}: {call['seconds']:8.3f} s, buckets "
