@@ -3,7 +3,10 @@
 Grid: batch 1 to 128, KV lengths 1k to 128k (at most ``_MAX_TOKENS`` cached tokens per config, so that two
 input sets and the reference fit one 80 GB GPU), GQA 32/8 (LLaMA-3-8B) and 64/8 (LLaMA-3-70B), head dim 128,
 bfloat16, ``q_len`` 1 and 4 (speculative decoding), every sequence full, contiguous and paged (page size 16,
-vLLM's default) caches. Peers (:mod:`benchmarks.decode_peers`): PyTorch SDPA (cuDNN and FlashAttention-2
+vLLM's default) caches. pt-tvm runs the kernels its op runs: ``dynamic`` sizes (the batch and the cache's sizes
+kernel arguments, the plan priced at the config's), so configs whose plans agree share one compiled kernel
+(measured as fast as the kernels of exact sizes: ``benchmarks/results/2026-11-29-h200-x2-decode-dynamic``).
+Peers (:mod:`benchmarks.decode_peers`): PyTorch SDPA (cuDNN and FlashAttention-2
 backends) on the contiguous cache, called as a user would for decoding; flash-attn-4's ``flash_attn_varlen_func``
 with ``seqused_k`` (and its page table, its own split heuristic); FlashInfer's decode / prefill wrappers on the
 paged cache.
@@ -53,7 +56,7 @@ _CONTIGUOUS_ONLY = ("cudnn-sdpa", "fa2-sdpa")
 
 def _config(batch: int, kv_len: int, heads: int, kv_heads: int, model: str, q_len: int, page: int) -> Config:
     problem = dict(batch=batch, q_len=q_len, heads=heads, kv_heads=kv_heads, kv_len=kv_len, dim=128,
-                   dtype="bfloat16", page_size=page)
+                   dtype="bfloat16", page_size=page, dynamic=True)
     systems = tuple(s for s in PEERS if not (page and s in _CONTIGUOUS_ONLY))
     return Config("decode", "decode_attention", problem, systems,
                   f"{model} q{q_len} {'paged' if page else 'contiguous'}")

@@ -38,25 +38,30 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "
            "autotune_configs", "autotune_jit", "tilelang_cache", "role_based_ws_configs"]
 
 
-def grid_blocks(func: Any) -> int | None:
-    """Thread blocks a TileLang PrimFunc launches (the product of its ``blockIdx`` extents), None if unknown."""
-    extents = {tag: int(ext) for tag, (_, ext) in launch_extents(func.body).items()
-               if tag.startswith("blockIdx") and isinstance(ext, tvm.tirx.IntImm)}
-    return math.prod(extents.values()) if extents else None
+def grid_blocks(func: Any, sizes: Mapping[str, Any] | None = None) -> int | None:
+    """Thread blocks a TileLang PrimFunc launches (the product of its ``blockIdx`` extents), its symbolic sizes
+    (``T.dynamic``) taken from ``sizes`` by name (a kernel of dynamic sizes run at a problem's); None if unknown."""
+    symbols = {d: int(sizes[d.name]) for b in func.buffer_map.values() for d in b.shape
+               if isinstance(d, tvm.tirx.Var) and isinstance((sizes or {}).get(d.name), int)}
+    extents = [tvm.arith.Analyzer().simplify(tvm.tirx.stmt_functor.substitute(ext, symbols)) if symbols else ext
+               for tag, (_, ext) in launch_extents(func.body).items() if tag.startswith("blockIdx")]
+    if not extents or not all(isinstance(ext, tvm.tirx.IntImm) for ext in extents):
+        return None
+    return math.prod(int(ext) for ext in extents)
 
 
-def _tilelang_info(func: Any, **info: Any) -> dict:
-    """``info`` with the grid of the TileLang PrimFunc a system compiled."""
-    return {**info, "grid": grid_blocks(func)}
+def _tilelang_info(func: Any, sizes: Mapping[str, Any] | None = None, **info: Any) -> dict:
+    """``info`` with the grid of the TileLang PrimFunc a system compiled (at ``sizes``, where it has dynamic ones)."""
+    return {**info, "grid": grid_blocks(func, sizes)}
 
 
 def _planned_info(func: Any, template: Any, problem: Mapping[str, Any], chosen: Any, **info: Any) -> dict:
     """:func:`_tilelang_info` of a planned kernel, with ``tiles``: the output tiles it computes, which for a
     persistent plan ``chosen`` (one block per SM walking them) is the grid of the same tile unwalked, not its
     launch grid."""
-    out = _tilelang_info(func, **info)
+    out = _tilelang_info(func, problem, **info)
     if chosen.persistent:
-        out["tiles"] = grid_blocks(template.build(**problem, **chosen.tile))
+        out["tiles"] = grid_blocks(template.build(**problem, **chosen.tile), problem)
     return out
 
 

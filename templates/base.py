@@ -175,8 +175,11 @@ class Template:
     def compile(self, func: Any, target: Any) -> Any:
         """``tilelang.compile`` of one of this template's PrimFuncs with its outputs and pass configs
         (plus those its plan recorded, see :func:`pt_tvm.passes.pass_configs`), its emitted CUDA checked
-        (:func:`pt_tvm.passes.check_emitted`)."""
-        kernel = tilelang.compile(func, out_idx=list(self.out_idx), target=target,
+        (:func:`pt_tvm.passes.check_emitted`). The sizes its symbolic sizes were priced at (``priced``) are left
+        out: they change no code, and TileLang's kernel cache keys on the whole PrimFunc, so one kernel of dynamic
+        sizes compiles once whatever sizes priced its plan."""
+        compiled = func.without_attr(HINTS_ATTR) if func.attrs and HINTS_ATTR in func.attrs else func
+        kernel = tilelang.compile(compiled, out_idx=list(self.out_idx), target=target,
                                   pass_configs=pass_configs(func, self.pass_configs))
         check_emitted(func, kernel.get_kernel_source())
         return kernel

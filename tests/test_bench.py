@@ -1061,6 +1061,20 @@ def test_a_persistent_plan_counts_its_waves_in_tiles_not_in_launched_blocks():
     assert grid_blocks(unwalked) == info["tiles"]
 
 
+def test_the_grid_of_a_kernel_of_dynamic_sizes_is_read_at_the_problem():
+    """A kernel whose batch is a kernel argument launches a grid known only at a problem's sizes: read there, and
+    unknown (None) without them, never the product of its static extents alone."""
+    from benchmarks.systems import grid_blocks
+    from pt_tvm import templates
+
+    decode = templates.get("decode_attention")
+    problem, tile = decode.resolve(batch=8, kv_len=4096, num_splits=4, dynamic=True)
+    func = decode.build(**problem, **tile)
+    assert grid_blocks(func) is None and grid_blocks(func, problem) == 4 * 8 * 8
+    static, _ = decode.resolve(batch=8, kv_len=4096, num_splits=4)
+    assert grid_blocks(decode.build(**static, **tile)) == 4 * 8 * 8
+
+
 def test_the_autotuner_peer_names_outputs_from_the_front():
     """TileLang's autotuner resolves a negative output index before its kernel-cache lookup, so a kernel the
     run's workers compiled with ``out_idx=[-1]`` missed the cache and was compiled again in the timed process

@@ -638,3 +638,22 @@ def test_op_searches_per_bucket_and_compiles_per_plan(monkeypatch):
     plans = {p.candidate.plan.to_json() for p in op.book.kernels.values()}
     assert len(op.plans()) == len(compiled) == len(plans)
     assert all(dict(f.attrs["pt.symbol_hints"])["batch"] in (1, 4) for f in compiled)
+
+
+def test_a_plan_of_dynamic_sizes_compiles_to_one_kernel_whatever_priced_it(monkeypatch):
+    """The sizes a kernel of dynamic sizes was priced at change no code: the template hands TileLang the same
+    PrimFunc for a plan priced at two batch sizes and lengths, so TileLang's cache compiles it once."""
+    import pt_tvm.templates.base as base
+    from pt_tvm.decode import planned_for
+
+    handed = []
+    kernel = type("Kernel", (), {"get_kernel_source": lambda self: ""})()
+    monkeypatch.setattr(base.tilelang, "compile", lambda func, **_: handed.append(func) or kernel)
+    monkeypatch.setattr(base, "check_emitted", lambda func, src: None)
+    problem, _ = T.resolve(batch=8, kv_len=2048, dynamic=True)
+    best = schedule_template("decode_attention", H100, params=dict(problem))[0].best
+    base.Template.compile(T, planned_for(problem, best, H100), H100.tvm_target())
+    base.Template.compile(T, planned_for(dict(problem, batch=64, kv_len=16384), best, H100), H100.tvm_target())
+    assert handed[0].script(show_meta=True) == handed[1].script(show_meta=True)
+    assert "pt.symbol_hints" not in handed[0].attrs
+
