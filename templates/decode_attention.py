@@ -613,18 +613,20 @@ class FusedSplitKV:
     arrival counters ``Semaphore`` (int32 ``[batch, kv_heads]``), zero between launches since each launch's last
     blocks zero theirs. They are made zero on the first call, on the inputs' device, and passed to every later
     call (a CUDA graph captured after a first call replays with them); a larger batch (a kernel of ``dynamic``
-    sizes) makes new ones, a smaller one takes their first rows. The calls of one compiled kernel share them, so
+    sizes) makes new ones, a smaller one takes the first rows of the largest. Counters once made stay alive with
+    the kernel, since a graph captured with them may still replay. The calls of one compiled kernel share them, so
     the same kernel must not run concurrently on two streams."""
 
     kernel: Any
     kv_heads: int
-    semaphores: dict = field(default_factory=dict, compare=False, repr=False)  # device -> its counters
+    semaphores: dict = field(default_factory=dict, compare=False, repr=False)  # device -> its counters, largest last
 
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
         device, batch = inputs[0].device, inputs[0].shape[0]
-        if device not in self.semaphores or len(self.semaphores[device]) < batch:
-            self.semaphores[device] = torch.zeros((batch, self.kv_heads), dtype=torch.int32, device=device)
-        return self.kernel(*inputs, self.semaphores[device][:batch])[-1]
+        made = self.semaphores.setdefault(device, [])
+        if not made or len(made[-1]) < batch:
+            made.append(torch.zeros((batch, self.kv_heads), dtype=torch.int32, device=device))
+        return self.kernel(*inputs, made[-1][:batch])[-1]
 
     def get_kernel_source(self) -> str:
         return self.kernel.get_kernel_source()
