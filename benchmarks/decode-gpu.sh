@@ -15,6 +15,9 @@
 # Then, on any machine: python -m benchmarks merge decode-*/decode.json --out decode.json;
 # python -m benchmarks.decode --chart decode.json --out .  (bandwidth.png). The whole slice in one call ran out of
 # its 300 s after 3 of 8 configs on an H100 (2026-11-24: compiles of the tuned candidates and of flash-attn-4).
+# The whole grid (136 configs) runs the same way with `python -m benchmarks.decode --all --part I/N`, one part a GPU:
+# benchmarks/results/2026-11-29-h200-x2-decode ran parts 0, 4, 8 and 12 of 16 (34 configs, 300-490 s a part on an
+# H200 with every peer; the configs' pt-tvm kernels now share compiles, dynamic sizes).
 # FlashInfer is measured only where `import flashinfer` works: its set travels in parts made by
 # benchmarks/fetch_flashinfer.sh (each part's run sources .gpu-flashinfer/N/flashinfer.sh); otherwise its rows
 # say why. The first run (2026-11-23, one H100) is benchmarks/results/2026-11-23-h100-decode-first.
