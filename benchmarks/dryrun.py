@@ -31,12 +31,12 @@ __all__ = ["dry_run_configs"]
 _PT_TVM = ("pt-tvm", "pt-tvm-model")  # both take the searched plan; pt-tvm then measures the top k on a GPU
 
 
-def _lower(func: Any, vdev: Any, pass_configs: Mapping[str, Any]) -> tuple[str, dict]:
+def _lower(func: Any, vdev: Any, pass_configs: Mapping[str, Any], problem: Mapping[str, Any]) -> tuple[str, dict]:
     """``tilelang.lower`` for the model's target (no GPU needed): (device source, row fields: its characters,
-    seconds, the kernel's grid and waves on the model's SMs)."""
+    seconds, the kernel's grid, at ``problem``'s sizes, and waves on the model's SMs)."""
     t0 = time.perf_counter()
     art = lower_planned(func, vdev.tvm_target(), pass_configs)  # with the configs the plan recorded
-    grid = grid_blocks(func)
+    grid = grid_blocks(func, problem)
     return art.kernel_source, {"source_chars": len(art.kernel_source), "lower_s": round(time.perf_counter() - t0, 3),
                                "grid": grid, "waves": round(grid / vdev.num_eus, 3) if grid else None}
 
@@ -50,13 +50,13 @@ def _tilelang_info(system: str, template: Any, problem: Mapping[str, Any], vdev:
             raise ValueError(f"{template.name}: no tile of the template's tile space fits this problem")
         func = autotune_jit(template, vdev, problem).get_tir(**problem, **configs[0])
         return {"autotune_configs": len(configs), "lowered_config": configs[0],
-                **_lower(func, vdev, template.pass_configs)[1]}
+                **_lower(func, vdev, template.pass_configs, problem)[1]}
     func = template.build(num_stages=2, **problem)
     if system == "tilelang-ws":  # does TileLang's role-based scheduler change the kernel at all?
-        source, lowered = _lower(func, vdev, role_based_ws_configs(template))
+        source, lowered = _lower(func, vdev, role_based_ws_configs(template), problem)
         return {"tile": dict(template.tile), **lowered,
-                "ws_changed_kernel": source != _lower(func, vdev, template.pass_configs)[0]}
-    return {"tile": dict(template.tile), **_lower(func, vdev, template.pass_configs)[1]}
+                "ws_changed_kernel": source != _lower(func, vdev, template.pass_configs, problem)[0]}
+    return {"tile": dict(template.tile), **_lower(func, vdev, template.pass_configs, problem)[1]}
 
 
 def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: Any, top_k: int) -> dict:
@@ -65,7 +65,7 @@ def _pt_tvm_info(cfg: Config, vdev: Any, problem: Mapping[str, Any], template: A
     result, _, build = schedule_template(cfg.kernel, vdev, params=problem)
     wall = time.perf_counter() - t0
     best = result.best
-    _, lowered = _lower(build(), vdev, template.pass_configs)
+    _, lowered = _lower(build(), vdev, template.pass_configs, problem)
     flops = template.flops(problem)
     return {"plan": best.note, "tile": dict(best.plan.tile), "search_s": round(result.seconds, 3),
             "search_wall_s": round(wall, 3), "plans_considered": result.considered,
