@@ -1,5 +1,5 @@
 #!/bin/bash
-# The whole decode grid (136 configs) dry-run on this project's 2-core CPU machine at 4f0c4b1 (no GPU): pt-tvm's
+# The whole decode grid (136 configs) dry-run on this project's 2-core CPU machine at 69e89b4 (no GPU): pt-tvm's
 # search on the H200 model and the lowering of its pick, with the op's kernels of dynamic sizes; two shards side
 # by side, one a core:
 #   for i in 0 1; do python -m benchmarks run --suite decode --dry-run --target h200 --shard $i/2 --tune-top-k 2 \
