@@ -21,14 +21,13 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import tilelang
 import torch
 import torch.nn.functional as F
-from tilelang import tvm
 from tilelang.transform import PassConfigKey
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from pt_tvm import templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import kernel_outputs
-from pt_tvm.passes import launch_extents
+from pt_tvm.passes import launch_grid, symbolic_sizes
 from pt_tvm.templates import TemplateError
 from pt_tvm.tune import tune_template
 
@@ -41,13 +40,10 @@ __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "
 def grid_blocks(func: Any, sizes: Mapping[str, Any] | None = None) -> int | None:
     """Thread blocks a TileLang PrimFunc launches (the product of its ``blockIdx`` extents), its symbolic sizes
     (``T.dynamic``) taken from ``sizes`` by name (a kernel of dynamic sizes run at a problem's); None if unknown."""
-    symbols = {d: int(sizes[d.name]) for b in func.buffer_map.values() for d in b.shape
-               if isinstance(d, tvm.tirx.Var) and isinstance((sizes or {}).get(d.name), int)}
-    extents = [tvm.arith.Analyzer().simplify(tvm.tirx.stmt_functor.substitute(ext, symbols)) if symbols else ext
-               for tag, (_, ext) in launch_extents(func.body).items() if tag.startswith("blockIdx")]
-    if not extents or not all(isinstance(ext, tvm.tirx.IntImm) for ext in extents):
-        return None
-    return math.prod(int(ext) for ext in extents)
+    values = {var: sizes[name] for name, var in symbolic_sizes(func).items()
+              if isinstance((sizes or {}).get(name), int)}
+    extents = [ext for _, ext in launch_grid(func, values).values()]
+    return math.prod(extents) if extents and None not in extents else None
 
 
 def _tilelang_info(func: Any, sizes: Mapping[str, Any] | None = None, **info: Any) -> dict:

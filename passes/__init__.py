@@ -17,9 +17,10 @@ from .extract import (
     graph_for,
     graph_of,
 )
-from .ir import ExtractionError, launch_extents
+from .ir import ExtractionError, launch_extents, launch_grid, symbolic_sizes
 from .pipethreader import PipeThreader
 
 __all__ = ["ExtractSTaskGraph", "extract_stask_graph", "graph_of", "graph_for", "GRAPH_ATTR", "ExtractionError",
            "HINTS_ATTR", "SYMBOLIC_HINT", "ApplyPipelineSchedule", "apply_plan", "pass_configs", "check_emitted",
-           "ScheduleMismatch", "PipeThreader", "is_planned", "PLAN_ATTR", "launch_extents"]
+           "ScheduleMismatch", "PipeThreader", "is_planned", "PLAN_ATTR", "launch_extents",
+           "launch_grid", "symbolic_sizes"]

@@ -45,6 +45,7 @@ from .ir import (
     launch_info,
     op_name,
     stask_ids,
+    symbolic_sizes,
     text,
     top_level,
 )
@@ -220,11 +221,7 @@ def _buffers(func: tirx.PrimFunc, block: tirx.SBlock, symbols: Mapping[tirx.Var,
 def _symbols(func: tirx.PrimFunc, fname: str, hints: Mapping[str, int]) -> dict[tirx.Var, int]:
     """The symbolic sizes of ``func``'s buffers (``T.dynamic``), each with the value it is priced at: its hint,
     else :data:`SYMBOLIC_HINT` with a warning naming it."""
-    found: dict[str, tirx.Var] = {}
-    for buf in func.buffer_map.values():
-        for dim in buf.shape:
-            tirx.stmt_functor.post_order_visit(
-                dim, lambda n: found.setdefault(text(n.name), n) if isinstance(n, tirx.Var) else None)
+    found = symbolic_sizes(func)
     if func.attrs is not None and HINTS_ATTR in func.attrs:
         hints = {**{text(k): int(v) for k, v in func.attrs[HINTS_ATTR].items()}, **hints}
     unknown = sorted(set(hints) - set(found))

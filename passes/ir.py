@@ -17,7 +17,9 @@ __all__ = [
     "PIPELINE_KEYS",
     "find_root_block",
     "launch_info",
+    "launch_grid",
     "launch_extents",
+    "symbolic_sizes",
     "top_level",
     "is_pipelined",
     "op_name",
@@ -89,17 +91,32 @@ def launch_extents(stmt: tirx.Stmt) -> dict[str, tuple[tirx.Var, tirx.PrimExpr]]
     return out
 
 
-def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Var, int] | None = None
-                ) -> tuple[dict, int]:
-    """({block var name: (var, extent or None)} in blockIdx order, threads per block); an extent that depends on
-    symbolic sizes is evaluated at ``values`` when given, else None."""
+def symbolic_sizes(func: tirx.PrimFunc) -> dict[str, tirx.Var]:
+    """The symbolic sizes (``T.dynamic``) in ``func``'s buffer shapes, by name."""
+    found: dict[str, tirx.Var] = {}
+    for buf in func.buffer_map.values():
+        for dim in buf.shape:
+            tirx.stmt_functor.post_order_visit(
+                dim, lambda n: found.setdefault(text(n.name), n) if isinstance(n, tirx.Var) else None)
+    return found
+
+
+def launch_grid(func: tirx.PrimFunc, values: Mapping[tirx.Var, int] | None = None) -> dict:
+    """{block var name: (var, extent or None)} in blockIdx order; an extent that depends on symbolic sizes is
+    evaluated at ``values`` when given, else None."""
     grid = {}
     for tag, (var, ext) in launch_extents(func.body).items():
         if tag.startswith("blockIdx."):
             if values and not isinstance(ext, tirx.IntImm):
                 ext = tvm.arith.Analyzer().simplify(tirx.stmt_functor.substitute(ext, dict(values)))
             grid[tag] = (var, int(ext) if isinstance(ext, tirx.IntImm) else None)
-    ordered = {text(grid[t][0].name): grid[t] for t in sorted(grid)}
+    return {text(grid[t][0].name): grid[t] for t in sorted(grid)}
+
+
+def launch_info(func: tirx.PrimFunc, block: tirx.SBlock, values: Mapping[tirx.Var, int] | None = None
+                ) -> tuple[dict, int]:
+    """(:func:`launch_grid`, threads per block)."""
+    ordered = launch_grid(func, values)
     threads = 128
     launch = block.annotations.get("tl.launch_threads") if block.annotations else None
     if launch is not None:
