@@ -394,7 +394,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_merge(args: argparse.Namespace) -> int:
     out = _writable(args.out, "--out")
     try:
-        head, rows = merge_runs(args.runs, reruns=args.rerun or ())
+        head, rows = merge_runs(args.runs, reruns=args.rerun or (), across_commits=args.across_commits)
     except ValueError as e:
         print(f"benchmarks merge: {e}", file=sys.stderr)
         return 2
@@ -493,6 +493,9 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--rerun", metavar="RUN.json", action="append",
                    help="a run of some configs again (run --where ...), e.g. after a fix: its rows replace every "
                         "row of those configs; its commit may differ (repeat it: applied in order)")
+    p.add_argument("--across-commits", action="store_true",
+                   help="the runs are parts of one grid measured at different commits (each config whole in one): "
+                        "each part keeps its commit")
     p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("compare", help="exit 1 when RUN regressed against BASELINE (slower or invalid)")

@@ -90,10 +90,16 @@ def _date(head: Mapping[str, Any]) -> str:
     return max((str(d)[:10] for d in dates if d), default="?")
 
 
+def _commit(head: Mapping[str, Any]) -> str:
+    """The run's commit, abbreviated; a grid merged across commits names each (``50593ce+0231e29``)."""
+    commit = str(head.get("git_commit", "?"))
+    return commit if "+" in commit else commit[:7]
+
+
 def _run_table(entry: Entry, run: Mapping[str, Any], link: str) -> list[str]:
     head, rows = run["header"], run["rows"]
     peers = _peers(rows)
-    commit = str(head.get("git_commit", "?"))[:7]
+    commit = _commit(head)
     lines = [f"**{entry.suite}** on {head.get('device', entry.gpu)} ([table and charts]({link}), "
              f"commit `{commit}`, {_date(head)}; timing: {_timing(rows)})"
              + (f". {entry.note}" if entry.note else ""), ""]
@@ -151,7 +157,7 @@ def results_index(index: Index, results_dir: str = RESULTS) -> str:
         head = run["header"]
         configs = len({config_key(r) for r in run["rows"]})
         lines.append(f"| {e.gpu} | {e.suite} | [{e.run}]({e.run}) | [{e.report}]({e.report}) | "
-                     f"`{str(head.get('git_commit', '?'))[:7]}` | {_date(head)} | {configs} | "
+                     f"`{_commit(head)}` | {_date(head)} | {configs} | "
                      f"{len(run['rows'])} |")
     if index.other:
         lines += ["", "Also kept:", ""] + [f"- [{o['path']}]({o['path']}): {o['what']}" for o in index.other]

@@ -36,17 +36,19 @@ TIMING_GAP = 0.10  # queued and CUDA-graph medians differing by more than this a
 _PART_KEYS = ("date", "command", "shard", "wall_s", "configs", "partial")
 
 
-def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, list]:
+def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits: bool = False) -> tuple[dict, list]:
     """(header, rows) of one run made of several (the shards of a suite run on the GPUs of one machine).
 
     The runs must come from one device model and one commit; a (kernel, config, system) measured
     twice is an error. The header keeps the shared provenance and lists each part's own under ``parts``.
     Each of ``reruns``, in order, a run of some of those configs again (same device and versions, any
-    commit), replaces every row of its configs; its part records its commit.
+    commit), replaces every row of its configs; its part records its commit. ``across_commits``: parts of one
+    grid run at different commits (each config measured whole in one of them), each part recording its commit
+    and the header all of them (``50593ce+0231e29``).
     """
     runs = [load_run(p, need_rows=False) for p in paths]
     heads = [r["header"] for r in runs]
-    for key in ("device", "git_commit", "tilelang", "torch", "dry_run"):
+    for key in ("device", "tilelang", "torch", "dry_run") + (() if across_commits else ("git_commit",)):
         values = {str(h.get(key))[:7] if key == "git_commit" else str(h.get(key)) for h in heads}  # hash or abbrev.
         if len(values) > 1:
             raise ValueError(f"runs differ in {key} ({', '.join(sorted(values))}): merge only shards of one run")
@@ -59,8 +61,12 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = ()) -> tuple[dict, 
             seen.add(key)
             rows.append(row)
     head = {k: v for k, v in heads[0].items() if k not in _PART_KEYS}
-    head.update(configs=sum(h.get("configs") or 0 for h in heads), parts=[p for h in heads for p in _parts(h)],
+    parts = [{**p, "git_commit": p.get("git_commit") or h.get("git_commit")} if across_commits else p
+             for h in heads for p in _parts(h)]
+    head.update(configs=sum(h.get("configs") or 0 for h in heads), parts=parts,
                 systems=sorted({s for h in heads for s in h.get("systems", [])}))
+    if across_commits:
+        head["git_commit"] = "+".join(dict.fromkeys(str(p["git_commit"])[:7] for p in parts))
     for rerun in reruns:
         again = load_run(rerun, need_rows=False)
         for key in ("device", "tilelang", "torch", "dry_run"):
@@ -308,7 +314,7 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
     for part in head.get("parts", []):  # a merged run: each shard's own provenance
         cut = ", cut off before its end" if part.get("partial") else ""
         what = (f"rerun of {part['rerun']} configs at {part.get('git_commit')}" if part.get("rerun")
-                else part.get("shard") or "whole")
+                else (part.get("shard") or "whole") + (f" at {part['git_commit']}" if part.get("git_commit") else ""))
         lines.append(f"- part ({what}, {part.get('wall_s')} s{cut}, {part.get('date')}): "
                      f"`{part.get('command')}`")
     if any(r.get("dry_run") for r in rows):

@@ -469,6 +469,25 @@ def test_merge_takes_a_commit_and_its_abbreviation_as_one(tmp_path, capsys):
     assert "differ in git_commit" in capsys.readouterr().err
 
 
+def test_merge_across_commits_keeps_each_parts_commit(tmp_path, capsys):
+    """Parts of one grid measured at two commits merge only when asked, each part naming its commit, the header
+    and the README table both."""
+    a, b, _ = _shard_runs(tmp_path)
+    for path, commit in ((a, "50593ce"), (b, "0231e29")):
+        run = _load(path)
+        run["header"]["git_commit"] = commit
+        _write(tmp_path / path.split("/")[-1], run)
+    out = tmp_path / "m.json"
+    assert bench_cli.main(["merge", a, b, "--out", str(out)]) == 2
+    assert "differ in git_commit" in capsys.readouterr().err
+    assert bench_cli.main(["merge", a, b, "--across-commits", "--out", str(out)]) == 0
+    head = _load(out)["header"]
+    assert head["git_commit"] == "50593ce+0231e29" and readme._commit(head) == "50593ce+0231e29"
+    assert [p["git_commit"] for p in head["parts"]] == ["50593ce", "0231e29"]
+    assert bench_cli.main(["report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
+    assert "part (1/2 at 0231e29, 5.0 s," in (tmp_path / "rep" / "table.md").read_text()
+
+
 def test_precompile_jobs_are_the_plans_tuning_measures():
     """The suite's precompile compiles exactly the plans tune_template will load (same search, same picks),
     and hands the search over small enough to send between processes."""

@@ -4,8 +4,16 @@
 # (`dynamic=True` since 8af2b21): `python -m benchmarks.decode --all --part I/16` for I in 1, 2, 3, 5, one part a
 # GPU (CUDA_VISIBLE_DEVICES: every ratio compares systems of one config timed in one process on one GPU), the same
 # options as the quarter's run; then the decode GPU tests (the op's bucket test among them, not yet run on a GPU).
-# Merged after, with the quarter's parts:
-#   python -m benchmarks merge decode-*/decode.json ../2026-11-29-h200-x2-decode/decode-*/decode.json --out decode.json
+# Merged after with the quarter's run (its four parts at 50593ce, static kernels; these at 0231e29, the same plans'
+# kernels of dynamic sizes, which measured 1.000-1.009x the static ones in 2026-11-29-h200-x2-decode-dynamic):
+#   zcat ../2026-11-29-h200-x2-decode/decode.json.gz > quarter.json
+#   python -m benchmarks merge quarter.json decode-{1,2,3,5}/decode.json --across-commits --out decode.json
+#   python -m benchmarks report decode.json --out-dir decode; python -m benchmarks.decode --chart decode.json --out .
+#   python -m benchmarks model-check decode.json --target h200 > model-check.md
+# Each part's copy peak is in its decode-*/decode.json (4.25 TB/s here, 4.27 in the quarter's); the merged header
+# keeps the first part's, against which decode/table.md and bandwidth.png read every row.
+# Ran 2026-11-30 with COMMIT 0231e29, all four parts whole (decode-*/suite.log; every call rc 0, no call cold), the
+# decode GPU tests 18 passed (gpu-tests.txt; the op's bucket test among them).
 # Device calls back to back on one warm machine (a call carries at most 64 MiB):
 #   setup    carry .gpu-bundle            the TileLang bundle unpacked
 #   peers    carry .gpu-peers/a           flash-attn-4's first half stored
