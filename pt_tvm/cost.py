@@ -36,12 +36,12 @@ from .cache import atomic_write
 from .graph import OpKind, Placement, STask, STaskGraph, dtype_bytes
 from .hw import SEUKind, VDevice
 from .lowering import wgmma_width
-from .plan import CLUSTER, Append, ExecutionPlan, Style, TileOrder
+from .plan import CLUSTER, Append, ExecutionPlan, PlanError, Style, TileOrder
 from .simulate import Simulation, Stream
 from .stream_k import Split, accumulator
-from .verify import gemm_warpgroups, register_estimate, shared_bytes
+from .verify import deadlock_violations, gemm_warpgroups, register_estimate, shared_bytes
 
-__all__ = ["Calibration", "Estimate", "Event", "estimate", "sTask_cycles", "copy_rates", "dram_reuse",
+__all__ = ["Calibration", "Estimate", "Event", "estimate", "simulated_iterations", "sTask_cycles", "copy_rates", "dram_reuse",
            "least_dram_order", "streaming_eus", "calibrate",
            "load_calibration", "save_calibration"]
 
@@ -457,17 +457,23 @@ class _Timeline(Simulation):
         return end, after
 
 
+def simulated_iterations(graph: STaskGraph) -> int:
+    """Loop iterations :func:`estimate` simulates: enough for a steady state, no more than the loop runs."""
+    return max(2, min(_SIM_ITERATIONS, int(math.ceil(graph.loop.trip_count))))
+
+
 def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration: Calibration | None = None,
              trace: bool = False) -> Estimate:
     """Predict the plan's kernel time by simulating its timeline on one EU, then counting waves; a
     persistent plan's blocks start each tile but the first with its loads issued during the last one's
-    epilogue."""
+    epilogue. Raises :class:`~pt_tvm.plan.PlanError` (the deadlock rule) where the plan's waits cannot all be met."""
     cal = calibration or Calibration(vdev.name)
-    iters = max(2, min(_SIM_ITERATIONS, int(math.ceil(graph.loop.trip_count))))
+    iters = simulated_iterations(graph)
     bpe = _blocks_per_eu(plan, graph, vdev)
     sim = _Timeline(plan, graph, vdev, cal, iters, trace, bpe)
-    if sim.run():
-        raise RuntimeError("cost model deadlock: the plan's waits cannot all be met (verify the plan first)")
+    stuck = sim.run()
+    if stuck:
+        raise PlanError(deadlock_violations(sim, stuck))
     steady_lo = sim.steady[0]
     sim_end = max([s.time for s in sim.streams] + list(sim.done.values()))
     per_iter = (sim.iter_done[iters - 1] - sim.iter_done[steady_lo - 1]) / (iters - steady_lo)

@@ -23,10 +23,10 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
-from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order
+from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order, simulated_iterations
 from .graph import Placement, STaskGraph, symbols_text
 from .hw import VDevice
 from .plan import ExecutionPlan, PlanError, Style, Violation
@@ -46,7 +46,7 @@ from .space import (
     tile_orders,
     tile_walks,
 )
-from .verify import violations
+from .verify import deadlock_iterations, violations
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "offers_depth", "ranked",
            "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "JOBS_ENV"]
@@ -144,12 +144,18 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             return False
         seen.add(key)
         stats["considered"] += 1
-        found = violations(plan, graph, vdev)
+        # the price simulates the plan over at least the deadlock rule's iterations, and so applies that rule
+        found = violations(plan, graph, vdev, deadlock=deadlock_iterations(plan, graph) > simulated_iterations(graph))
+        if not found:
+            try:
+                price = estimate(plan, graph, vdev, calibration)
+            except PlanError as e:
+                found = list(e.violations)
         if found:
             for v in {v.rule for v in found}:
                 stats["rejected:" + v] += 1
             return False
-        out.append(Candidate(plan, estimate(plan, graph, vdev, calibration), graph, note))
+        out.append(Candidate(plan, price, graph, note))
         return True
 
     # configurations compete in the order that moves the least through DRAM: where DRAM binds in launch
@@ -162,17 +168,16 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
         if plan is not None:
             consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
                                                                f", tiles in {order.describe()}"))
-    # local search: re-place asynchronous sTasks in the best base order of each configuration
+    # local search: re-place asynchronous sTasks in the best base order of each configuration priced near the best
     best_by_config: dict[tuple, Candidate] = {}
     for c in out:
         cfg = _configuration(c.plan)
         if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
             best_by_config[cfg] = c
-    for c in list(best_by_config.values()):
+    for c in _near_best(best_by_config.values(), space.local_within):
         keep_in_flight = c.plan.style == Style.WARP_SPECIALIZED  # its roles emit explicit wgmma waits
         for role in c.plan.roles:
-            order = c.plan.program(role.name, graph, Placement.LOOP)
-            for moved in async_moves(order, graph, vdev):
+            for moved in async_moves(c.plan, role.name, graph, vdev):
                 plan = reordered(c.plan, role.name, graph, moved)
                 note = c.note.rsplit(",", 1)[0] + ", async sTask moved"
                 if consider(plan, note) and keep_in_flight:
@@ -222,6 +227,13 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
             for v in variants:
                 consider(v, c.note + f", 2-CTA clusters along {v.multicast}")
     return ranked(out)
+
+
+def _near_best(cands: Iterable[Candidate], within: float) -> list[Candidate]:
+    """The candidates priced within ``within`` times the fastest of them, in their order."""
+    cands = list(cands)
+    fastest = min((c.seconds for c in cands), default=math.inf)
+    return [c for c in cands if c.seconds <= within * fastest]
 
 
 def _variants(cands: Sequence[Candidate], variant: Callable, graph: STaskGraph, vdev: VDevice,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .graph import BLOCK_SYNC, DepKind, OpKind, Placement, STask, STaskGraph
+from .graph import BLOCK_SYNC, DepKind, Edge, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .lowering import MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, carried_gemms, reuses_dead_shared, splits_rows
 from .plan import (
@@ -25,11 +25,13 @@ from .plan import (
 from .simulate import Simulation
 from .stream_k import Split, accumulator, runs_unskewed
 
-__all__ = ["violations", "verify", "register_estimate", "shared_bytes", "gemm_warpgroups"]
+__all__ = ["violations", "verify", "loop_order_holds", "can_deadlock", "deadlock_iterations", "deadlock_violations", "register_estimate", "shared_bytes", "gemm_warpgroups"]
 
 
-def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
-    """Every rule this plan breaks for ``graph`` on ``vdev`` (empty when it is valid)."""
+def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, *, deadlock: bool = True) -> list[Violation]:
+    """Every rule this plan breaks for ``graph`` on ``vdev`` (empty when it is valid). ``deadlock=False`` leaves
+    the deadlock rule to a caller that runs the plan over :func:`deadlock_iterations` or more anyway (the
+    search, pricing it: :func:`pt_tvm.cost.estimate` raises the rule's :class:`PlanError`)."""
     out: list[Violation] = []
     out += _check_coverage(plan, graph, vdev)
     if out:
@@ -37,7 +39,7 @@ def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Vi
     broken = _check_dependences(plan, graph)
     handoffs = _check_handoffs(plan, graph, vdev)
     out += broken + handoffs
-    if not broken and not handoffs:
+    if deadlock and not broken and not handoffs:
         out += _check_deadlock(plan, graph, vdev)
     out += _check_waits(plan, graph)
     out += _check_in_flight(plan, graph)
@@ -120,10 +122,8 @@ def _check_dependences(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation
             continue
         if src.placement != Placement.LOOP or dst.placement != Placement.LOOP:
             continue  # prologue before loop before epilogue, within one role
-        s_src, s_dst = plan.append_of(e.src).stage, plan.append_of(e.dst).stage
-        d = effective_distance(e, plan.versions)
-        before = (s_src, pos[e.src][1]) < (d + s_dst, pos[e.dst][1])
-        if not before and not (e.src == e.dst and s_src < d + s_dst):
+        if not loop_order_holds(e, plan, pos[e.src][1], pos[e.dst][1]):
+            s_src, s_dst = plan.append_of(e.src).stage, plan.append_of(e.dst).stage
             out.append(Violation(
                 "dependence",
                 f"{e.kind.value} {e.src} -> {e.dst} on {e.buffer} (distance {e.distance}) is broken: "
@@ -132,28 +132,49 @@ def _check_dependences(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation
     return out
 
 
+def loop_order_holds(e: Edge, plan: ExecutionPlan, src_pos: int, dst_pos: int) -> bool:
+    """Whether a same-role loop dependence holds with its ends at these positions of the role's loop program:
+    the source runs first in the stage-shifted order (a self-dependence: a stage earlier than its distance)."""
+    s_src, s_dst = plan.append_of(e.src).stage, plan.append_of(e.dst).stage
+    d = effective_distance(e, plan.versions)
+    return (s_src, src_pos) < (d + s_dst, dst_pos) or (e.src == e.dst and s_src < d + s_dst)
+
+
 def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:
     """Roles wait on each other through pipeline barriers, and a handoff's warpgroups on each other's
     turns: run every warpgroup's program (:class:`~pt_tvm.simulate.Simulation`, unpriced) over enough
     iterations to show every wait, and report a cycle of waits that nothing can break (e.g. a producer
     refilling a single-version buffer that a consumer reads one stage late, before a load that consumer
     needs first): on the GPU it would hang."""
-    if len(plan.roles) < 2 and not plan.handoffs:
+    if not can_deadlock(plan):
         return []
+    sim = Simulation(plan, graph, vdev, deadlock_iterations(plan, graph))
+    return deadlock_violations(sim, sim.run())
+
+
+def can_deadlock(plan: ExecutionPlan) -> bool:
+    """Whether streams of the plan wait on each other: two roles, or a role's warpgroups taking turns."""
+    return len(plan.roles) >= 2 or bool(plan.handoffs)
+
+
+def deadlock_iterations(plan: ExecutionPlan, graph: STaskGraph) -> int:
+    """Loop iterations the deadlock rule simulates: every stage and pipeline version in flight, and two more.
+    A run of more iterations holds the same waits and more (each stream's program is a supersequence), so one
+    that finishes shows that this one does (the search prices a plan by such a run and skips this one)."""
     depth = max((a.stage for a in plan.appends), default=0)
-    iters = min(depth + max((p.depth for p in plan.pipelines), default=1) + 2,
-                max(2, math.ceil(graph.loop.trip_count)))
-    sim = Simulation(plan, graph, vdev, iters)
+    return min(depth + max((p.depth for p in plan.pipelines), default=1) + 2, max(2, math.ceil(graph.loop.trip_count)))
+
+
+def deadlock_violations(sim: Simulation, stuck: list) -> list[Violation]:
+    """The deadlock rule's report of the streams a run of ``sim`` left waiting (``Simulation.run``'s list)."""
     by_name = {s.name: s for s in sim.streams}
-    stuck = []
-    for s, (what, it), (src_stream, src, src_it) in sim.run():
+    lines = []
+    for s, (what, it), (src_stream, src, src_it) in stuck:
         line = (f"{sim.describe(s)} waits at {getattr(what, 'stask', what)} (iteration {it}) for {src} "
                 f"(iteration {src_it}) of {sim.describe(by_name[src_stream])}")
-        if line not in stuck:  # the warpgroups of a role that takes no turns wait alike
-            stuck.append(line)
-    if not stuck:
-        return []
-    return [Violation("deadlock", "roles wait on each other forever: " + "; ".join(stuck))]
+        if line not in lines:  # the warpgroups of a role that takes no turns wait alike
+            lines.append(line)
+    return [Violation("deadlock", "roles wait on each other forever: " + "; ".join(lines))] if lines else []
 
 
 def _check_handoffs(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:

@@ -3,6 +3,7 @@ keeps every dependence when unrolled), NoValidPlan when nothing fits, determinis
 the templates on H100, and SearchResult.explain()."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -27,10 +28,11 @@ from pt_tvm.graph import (
 )
 from pt_tvm.hw import SEUKind
 from pt_tvm.passes.deps import dependences
-from pt_tvm.plan import effective_distance
+from pt_tvm.plan import Style, effective_distance
 from pt_tvm.search import JOBS_ENV, PRICE_TIE, NoValidPlan, SearchSpace, rank_key, search, search_graph, search_jobs
 from pt_tvm.templates import get
-from pt_tvm.verify import verify, violations
+from pt_tvm.space import async_moves, base_plans, reordered
+from pt_tvm.verify import _check_dependences, verify, violations
 
 TARGETS = ("h100", "a100", "mi300x")
 SEEDS = (*range(12), 29)  # seed 29: a gemm whose A operand is a register fragment (like FA's PV)
@@ -187,6 +189,26 @@ def test_every_candidate_of_a_random_graph_verifies(seed, target):
         assert c.seconds > 0 and c.estimate.cycles_per_iteration > 0
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_async_moves_are_the_positions_the_dependence_rule_accepts(seed):
+    """The local search's moves of an asynchronous sTask are exactly those of every position whose plan keeps
+    every dependence (the rule's own check): it skips none that verify, yields none that break one."""
+    graph, vdev = random_graph(seed, "h100"), hw.get("h100")
+    checked = 0
+    for plan, _ in itertools.islice(base_plans(graph, vdev, SPACE, random.Random(seed), {}), 40):
+        if plan is None or violations(plan, graph, vdev):
+            continue
+        for role in plan.roles:
+            order = plan.program(role.name, graph, Placement.LOOP)
+            every = [[*rest[:j], a, *rest[j:]] for i, a in enumerate(order)
+                     if vdev.eu.seu(a.seu).is_async and a.seu not in (SEUKind.TMA, SEUKind.LSU)
+                     for rest in [[*order[:i], *order[i + 1:]]] for j in range(len(order)) if j != i]
+            keeps = [o for o in every if not _check_dependences(reordered(plan, role.name, graph, o), graph)]
+            assert list(async_moves(plan, role.name, graph, vdev)) == keeps
+            checked += len(every)
+    assert checked
+
+
 def test_random_graphs_exercise_the_interesting_cases():
     """The generator produces register-operand gemms, loop-carried edges and SFU ops somewhere in the seeds."""
     graphs = [random_graph(s, "h100") for s in SEEDS]
@@ -223,6 +245,47 @@ def test_verify_rejects_a_cross_role_deadlock():
     deeper = replace(hang, pipelines=tuple(replace(p, depth=2) for p in hang.pipelines), num_stages=2)
     assert not violations(deeper, graph, vdev)
     assert estimate(deeper, graph, vdev).seconds > 0
+
+
+def _price_agrees_with_the_deadlock_rule(seed: int) -> int:
+    """The search prices a plan without the deadlock rule's own run where its price simulates as many loop
+    iterations or more: on every order of the consumers' loop that keeps the dependences (each sTask moved
+    anywhere, single-version pipelines among them), the price raises the rule's error exactly where the rule
+    rejects the plan."""
+    from dataclasses import replace
+
+    from pt_tvm.cost import estimate, simulated_iterations
+    from pt_tvm.plan import PlanError
+    from pt_tvm.verify import deadlock_iterations
+
+    graph, vdev = random_graph(seed, "h100", max_pairs=3), hw.get("h100")
+    hung = fine = 0
+    for plan, _ in base_plans(graph, vdev, SearchSpace(depths=(1, 2), random_orders=1), random.Random(seed), {}):
+        if plan is None or plan.style != Style.WARP_SPECIALIZED or violations(plan, graph, vdev):
+            continue
+        order = plan.program("consumer", graph, Placement.LOOP)
+        for i, a in enumerate(order):
+            rest = [*order[:i], *order[i + 1:]]
+            for j in range(len(order)):
+                moved = reordered(plan, "consumer", graph, [*rest[:j], a, *rest[j:]])
+                if violations(moved, graph, vdev, deadlock=False):
+                    continue
+                assert deadlock_iterations(moved, graph) <= simulated_iterations(graph)
+                rule = [v.rule for v in violations(moved, graph, vdev)]
+                try:
+                    estimate(moved, graph, vdev)
+                    priced = []
+                except PlanError as e:
+                    priced = [v.rule for v in e.violations]
+                assert priced == rule, (seed, moved.describe(graph))
+                hung, fine = hung + bool(rule), fine + (not rule)
+    assert fine
+    return hung  # how many of the orders hang
+
+
+def test_the_price_applies_the_deadlock_rule():
+    hung = [_price_agrees_with_the_deadlock_rule(seed) for seed in SEEDS]
+    assert sum(hung) > 0, "no order hangs: the property is not tested"
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -357,6 +420,20 @@ def test_template_search_on_h100_takes_under_twelve_seconds(h100_template_result
     assert cpu_seconds < bound, (f"{name}: search took {cpu_seconds:.2f} CPU s ({result.seconds:.2f} s wall), "
                                  f"bound {bound:.1f} s on this machine ({slowness:.2f}x the reference loop's time)")
     assert result.considered > len(result.ranked) > 0
+
+
+def test_the_local_search_near_the_best_finds_the_best_four_of_the_whole(h100_template_result):
+    """Refining only the configurations priced near the graph's best (SearchSpace.local_within) leaves the best
+    four plans (each one's note and price) as the local search over every configuration finds them."""
+    import math
+    from dataclasses import replace as with_
+
+    from pt_tvm import compiler
+
+    name, result, _, _ = h100_template_result
+    whole, _, _ = compiler.schedule_template(name, "h100", space=with_(SearchSpace(), local_within=math.inf))
+    assert whole.considered > result.considered if name == "flash_attention" else whole.considered >= result.considered
+    assert [(c.note, c.seconds) for c in whole.ranked[:4]] == [(c.note, c.seconds) for c in result.ranked[:4]]
 
 
 def test_explain_names_the_count_and_the_winner(h100_template_result):
