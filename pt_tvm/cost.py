@@ -41,8 +41,8 @@ from .simulate import Simulation, Stream
 from .stream_k import Split, accumulator
 from .verify import deadlock_violations, gemm_warpgroups, register_estimate, shared_bytes
 
-__all__ = ["Calibration", "Estimate", "Event", "estimate", "simulated_iterations", "sTask_cycles", "copy_rates", "dram_reuse",
-           "least_dram_order", "streaming_eus", "calibrate",
+__all__ = ["Calibration", "Estimate", "Event", "estimate", "simulated_iterations", "sTask_cycles", "copy_rates",
+           "dram_reuse", "least_dram_order", "streaming_eus", "calibrate",
            "load_calibration", "save_calibration"]
 
 _SERVERS = {SEUKind.TENSOR_CORE: 1, SEUKind.TMA: 1, SEUKind.LSU: 1, SEUKind.CUDA_CORE: 2, SEUKind.SFU: 2}

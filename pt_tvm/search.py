@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
 from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order, simulated_iterations
-from .graph import Placement, STaskGraph, symbols_text
+from .graph import STaskGraph, symbols_text
 from .hw import VDevice
 from .plan import ExecutionPlan, PlanError, Style, Violation
 from .space import (

@@ -25,7 +25,8 @@ from .plan import (
 from .simulate import Simulation
 from .stream_k import Split, accumulator, runs_unskewed
 
-__all__ = ["violations", "verify", "loop_order_holds", "can_deadlock", "deadlock_iterations", "deadlock_violations", "register_estimate", "shared_bytes", "gemm_warpgroups"]
+__all__ = ["violations", "verify", "loop_order_holds", "deadlock_iterations", "deadlock_violations",
+           "register_estimate", "shared_bytes", "gemm_warpgroups"]
 
 
 def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, *, deadlock: bool = True) -> list[Violation]:
@@ -146,15 +147,10 @@ def _check_deadlock(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     iterations to show every wait, and report a cycle of waits that nothing can break (e.g. a producer
     refilling a single-version buffer that a consumer reads one stage late, before a load that consumer
     needs first): on the GPU it would hang."""
-    if not can_deadlock(plan):
+    if len(plan.roles) < 2 and not plan.handoffs:
         return []
     sim = Simulation(plan, graph, vdev, deadlock_iterations(plan, graph))
     return deadlock_violations(sim, sim.run())
-
-
-def can_deadlock(plan: ExecutionPlan) -> bool:
-    """Whether streams of the plan wait on each other: two roles, or a role's warpgroups taking turns."""
-    return len(plan.roles) >= 2 or bool(plan.handoffs)
 
 
 def deadlock_iterations(plan: ExecutionPlan, graph: STaskGraph) -> int:

@@ -30,8 +30,8 @@ from pt_tvm.hw import SEUKind
 from pt_tvm.passes.deps import dependences
 from pt_tvm.plan import Style, effective_distance
 from pt_tvm.search import JOBS_ENV, PRICE_TIE, NoValidPlan, SearchSpace, rank_key, search, search_graph, search_jobs
-from pt_tvm.templates import get
 from pt_tvm.space import async_moves, base_plans, reordered
+from pt_tvm.templates import get
 from pt_tvm.verify import _check_dependences, verify, violations
 
 TARGETS = ("h100", "a100", "mi300x")
@@ -252,7 +252,6 @@ def _price_agrees_with_the_deadlock_rule(seed: int) -> int:
     iterations or more: on every order of the consumers' loop that keeps the dependences (each sTask moved
     anywhere, single-version pipelines among them), the price raises the rule's error exactly where the rule
     rejects the plan."""
-    from dataclasses import replace
 
     from pt_tvm.cost import estimate, simulated_iterations
     from pt_tvm.plan import PlanError
