@@ -35,13 +35,19 @@ PUBLISHED: tuple[tuple[str, str, str], ...] = (
 
 
 def default_configs() -> list[Config]:
-    """Each template at its default problem, plus FlashAttention's other head dims, causal and GQA."""
+    """Each template at its default problem, plus FlashAttention's other head dims, causal and GQA, and decoding
+    over a paged and a contiguous cache."""
     out = [Config("search-time", name, {}, ("pt-tvm",)) for name in ("gemm", "gemm_rowsum", "flash_attention")]
     fa = dict(batch=4, heads=16, kv_heads=16, seq_len=4096, dim=128, causal=False, dtype="float16")
     out += [Config("search-time", "flash_attention", {**fa, **o}, ("pt-tvm",), note) for o, note in (
         (dict(dim=64, heads=32, kv_heads=32), "d64"), (dict(dim=256, heads=8, kv_heads=8), "d256"),
         (dict(causal=True), "causal"), (dict(kv_heads=8), "gqa 16/8"))]
     out.append(Config("search-time", "gemm", dict(M=8192, N=14336, K=4096), ("pt-tvm",), "llama3-8b up"))
+    out += [Config("search-time", "chunk_scan", {}, ("pt-tvm",))]
+    dec = dict(batch=1, q_len=1, heads=32, kv_heads=8, kv_len=16384, dim=128, dtype="bfloat16", page_size=16,
+               dynamic=True)
+    out += [Config("search-time", "decode_attention", {**dec, **o}, ("pt-tvm",), note) for o, note in (
+        ({}, "batch 1 x 16k paged"), (dict(batch=32, q_len=4, heads=64, kv_len=4096, page_size=0), "batch 32 x 4k"))]
     return out
 
 
