@@ -40,6 +40,8 @@ from pt_tvm.plan import Style
 from pt_tvm.templates.decode_attention import kv_bytes
 from pt_tvm.tune import compile_jobs, warm
 
+from .report import save_chart
+from .runfile import load_run
 from .suite import SETTLE_MS, Config, header, run_configs, write_run
 
 __all__ = ["configs", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
@@ -158,36 +160,45 @@ def _slice(entries: Sequence[tuple]) -> list[Config]:
 
 
 def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
-    """Achieved KV bandwidth against kv_len, one panel per batch size, a line per system and layout (paged
-    dashed); the copy peak and 85% of it in black."""
+    """Achieved KV bandwidth against kv_len, a panel per batch size (columns) and per q_len and query heads
+    (rows: a line joins configs that differ in kv_len alone), a line per system (one colour throughout) and layout
+    (paged dashed); the copy peak and 85% of it in black."""
     import matplotlib  # optional: only the chart needs it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # after use("Agg"): no display on the GPU machine
 
-    batches = sorted({r["config"]["batch"] for r in rows if r.get("kv_tbps")})
-    fig, axes = plt.subplots(1, max(1, len(batches)), figsize=(4.2 * max(1, len(batches)), 3.6), squeeze=False)
-    for ax, b in zip(axes[0], batches):
-        for system, paged in sorted({(r["system"], bool(r["config"].get("page_size"))) for r in rows}):
-            pts = sorted((r["config"]["kv_len"], r["kv_tbps"]) for r in rows
-                         if r["system"] == system and bool(r["config"].get("page_size")) == paged
-                         and r["config"]["batch"] == b and r.get("kv_tbps") and r.get("valid"))
-            if pts:
-                ax.plot(*zip(*pts), marker="o", ls="--" if paged else "-", label=system + (" paged" if paged else ""))
-        if peak:
-            ax.axhline(peak, ls="--", c="k", lw=1, label="copy peak")
-            ax.axhline(0.85 * peak, ls=":", c="k", lw=1, label="85% of it")
-        ax.set_xscale("log", base=2)
-        ax.set_title(f"batch {b}")
-        ax.set_xlabel("kv_len")
-        ax.set_ylabel("KV TB/s")
+    timed = [r for r in rows if r.get("kv_tbps") and r.get("valid")]
+    batches = sorted({r["config"]["batch"] for r in timed})
+    groups = sorted({(r["config"]["q_len"], r["config"]["heads"]) for r in timed})
+    color = {system: f"C{i}" for i, system in enumerate(sorted({r["system"] for r in timed}))}  # one in every panel
+    fig, axes = plt.subplots(max(1, len(groups)), max(1, len(batches)), figsize=(4.2 * max(1, len(batches)),
+                             3.2 * max(1, len(groups))), squeeze=False)
+    for (q_len, heads), panels in zip(groups, axes):
+        for ax, b in zip(panels, batches):
+            mine = [r for r in timed if r["config"]["batch"] == b and r["config"]["q_len"] == q_len
+                    and r["config"]["heads"] == heads]
+            for system, paged in sorted({(r["system"], bool(r["config"].get("page_size"))) for r in mine}):
+                pts = sorted((r["config"]["kv_len"], r["kv_tbps"]) for r in mine
+                             if r["system"] == system and bool(r["config"].get("page_size")) == paged)
+                ax.plot(*zip(*pts), marker="o", ls="--" if paged else "-", c=color[system],
+                        label=system + (" paged" if paged else ""))
+            if peak:
+                ax.axhline(peak, ls="--", c="k", lw=1, label="copy peak")
+                ax.axhline(0.85 * peak, ls=":", c="k", lw=1, label="85% of it")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"batch {b}, q_len {q_len}, {heads} query heads", fontsize=9)
+            ax.set_xlabel("kv_len")
+            ax.set_ylabel("KV TB/s")
+    axes = [[ax for row in axes for ax in row]]
     labelled = {}  # every panel's lines, once each: a panel may lack a system or layout
     for ax in axes[0]:
         for line, label in zip(*ax.get_legend_handles_labels()):
             labelled.setdefault(label, line)
     axes[0][-1].legend(labelled.values(), labelled.keys(), fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_chart(fig, path)
+    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,8 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--chart", metavar="RUN.json", help="only draw bandwidth.png from a (merged) decode run")
     args = ap.parse_args(argv)
     if args.chart:
-        with open(args.chart) as f:
-            run = json.load(f)
+        run = load_run(args.chart)
         os.makedirs(args.out, exist_ok=True)
         chart(run["rows"], run["header"].get("hbm_copy_tbps"), os.path.join(args.out, "bandwidth.png"))
         return 0
