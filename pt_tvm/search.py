@@ -22,8 +22,8 @@ import os
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
 from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order, simulated_iterations
@@ -131,109 +131,134 @@ def search_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Searc
                  calibration: Calibration | None = None, tile: Mapping[str, Any] | None = None,
                  stats: Counter | None = None) -> list[Candidate]:
     """Every verified candidate plan for one graph (the intra-EU level), fastest predicted first."""
-    rng = random.Random(seed)
-    stats = stats if stats is not None else Counter()
-    seen: set = set()
-    out: list[Candidate] = []
+    state = _GraphSearch(graph, vdev, space, calibration, stats if stats is not None else Counter())
+    state.base(seed, tile)
+    return state.refine(state.best_base())
 
-    def consider(plan: ExecutionPlan, note: str) -> bool:
+
+@dataclass
+class _GraphSearch:
+    """One graph's search in two phases: its base plans (:meth:`base`), then, once the best base price of every
+    tile is known, the refinement of the configurations priced near it (:meth:`refine`); between them it travels
+    to a worker process and back."""
+
+    graph: STaskGraph
+    vdev: VDevice
+    space: SearchSpace
+    calibration: Calibration | None
+    stats: Counter
+    seen: set = field(default_factory=set)
+    out: list = field(default_factory=list)
+
+    def consider(self, plan: ExecutionPlan, note: str) -> bool:
         """Price the plan if it is new and valid; whether it was."""
         key = (plan.roles, plan.steps, plan.pipelines, plan.tile_order, plan.persistent, plan.row_split,
                plan.stream_k, plan.carry_gemms, plan.multicast)
-        if key in seen:
+        if key in self.seen:
             return False
-        seen.add(key)
-        stats["considered"] += 1
+        self.seen.add(key)
+        self.stats["considered"] += 1
+        graph, vdev = self.graph, self.vdev
         # the price simulates the plan over at least the deadlock rule's iterations, and so applies that rule
         found = violations(plan, graph, vdev, deadlock=deadlock_iterations(plan, graph) > simulated_iterations(graph))
         if not found:
             try:
-                price = estimate(plan, graph, vdev, calibration)
+                price = estimate(plan, graph, vdev, self.calibration)
             except PlanError as e:
                 found = list(e.violations)
         if found:
             for v in {v.rule for v in found}:
-                stats["rejected:" + v] += 1
+                self.stats["rejected:" + v] += 1
             return False
-        out.append(Candidate(plan, price, graph, note))
+        self.out.append(Candidate(plan, price, graph, note))
         return True
 
-    # configurations compete in the order that moves the least through DRAM: where DRAM binds in launch
-    # order, every configuration would price alike there and the best few would be picked blindly
-    order = least_dram_order(graph, vdev, tile_orders(graph, vdev))
-    if l2_bound(graph, vdev):
-        space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
-                                            if offers_depth(graph, vdev, d, space)))
-    for plan, note in base_plans(graph, vdev, space, rng, tile or {}):
-        if plan is not None:
-            consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
-                                                               f", tiles in {order.describe()}"))
-    # local search: re-place asynchronous sTasks in the best base order of each configuration priced near the best
-    best_by_config: dict[tuple, Candidate] = {}
-    for c in out:
-        cfg = _configuration(c.plan)
-        if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
-            best_by_config[cfg] = c
-    for c in _near_best(best_by_config.values(), space.local_within):
-        keep_in_flight = c.plan.style == Style.WARP_SPECIALIZED  # its roles emit explicit wgmma waits
-        for role in c.plan.roles:
-            for moved in async_moves(c.plan, role.name, graph, vdev):
-                plan = reordered(c.plan, role.name, graph, moved)
-                note = c.note.rsplit(",", 1)[0] + ", async sTask moved"
-                if consider(plan, note) and keep_in_flight:
-                    for variant in in_flight_variants(plan, graph):
-                        consider(variant, f"{note}, {next(iter(variant.in_flight()))} in flight")
-    # the best few plans of each configuration with every gemm in flight, then with turns taken between
-    # their warpgroups on the tensor cores (ping-pong)
-    for label, variants in _SYNC_STEPS:
-        by_config: dict[tuple, list[Candidate]] = {}
+    def base(self, seed: int, tile: Mapping[str, Any] | None) -> "_GraphSearch":
+        """Every base plan of the space, its output tiles in the order that moves the least through DRAM: where
+        DRAM binds in launch order, every configuration would price alike there and the best few would be picked
+        blindly."""
+        graph, vdev, space = self.graph, self.vdev, self.space
+        order = least_dram_order(graph, vdev, tile_orders(graph, vdev))
+        if l2_bound(graph, vdev):
+            space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
+                                                if offers_depth(graph, vdev, d, space)))
+        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}):
+            if plan is not None:
+                self.consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
+                                                                        f", tiles in {order.describe()}"))
+        return self
+
+    def best_base(self) -> float:
+        return min((c.seconds for c in self.out), default=math.inf)
+
+    def refine(self, bound: float) -> list[Candidate]:
+        """The local search and the variants of the best plans, where this graph has a configuration priced within
+        ``space.local_within`` of ``bound`` (the best base price of every tile searched: the final best four came
+        from such configurations on every suite config checked, SearchSpace.local_within); every candidate, best
+        first."""
+        graph, vdev, space, out, consider = self.graph, self.vdev, self.space, self.out, self.consider
+        cutoff = space.local_within * bound
+        if self.best_base() > cutoff:
+            return ranked(out)
+        # local search: re-place asynchronous sTasks in the best base order of each configuration near the best
+        best_by_config: dict[tuple, Candidate] = {}
         for c in out:
-            if c.plan.style == Style.WARP_SPECIALIZED:
-                by_config.setdefault(_configuration(c.plan), []).append(c)
-        for group in by_config.values():
-            for c in sorted(group, key=lambda c: (c.seconds, c.note))[:_SYNC_VARIANTS]:
-                for v in variants(c.plan, graph, vdev):
-                    turns_added_waits = v.handoffs and len(v.in_flight()) > len(c.plan.in_flight())
-                    consider(v, f"{c.note}, {label}" + (", every gemm in flight" if turns_added_waits else ""))
-    # the best few plans with their output tiles walked in other orders, and persistently (inter-EU: the
-    # order decides what L2 serves the tiles resident at once, which prices every plan of the graph alike)
-    for c in ranked(out)[:_WALK_VARIANTS]:
-        for v in tile_walks(c.plan, graph, vdev):
-            note = c.note.split(", tiles in ")[0]
-            consider(v, note + ("" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}")
-                     + (", persistent" if v.persistent else ""))
-    # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the slower
-    # of a head's block and a tail's, cost.estimate)
-    if space.stream_k:
-        for c, splits in _variants(ranked(out), stream_k_walks, graph, vdev, _WALK_VARIANTS):
-            for v in splits:
-                consider(v, c.note.split(", tiles in ")[0] + ("" if v.tile_order.is_launch_order else
-                                                              f", tiles in {v.tile_order.describe()}") + ", stream-K")
-    # on request, the best few of the plans whose gemm tiles a split over the warpgroups by rows widens (wider
-    # wgmmas: fewer reads of shared memory, cost.shared_port_cycles), so split; the best few of all may have none
-    # to split (one consumer warpgroup)
-    if space.row_split:
-        for c, v in _variants(ranked(out), row_split_variant, graph, vdev, _ROW_SPLIT_VARIANTS):
-            consider(v, c.note + ", gemm rows split over warpgroups")
-    # the best few of the plans that may keep their loop's gemms in flight into the next step (the tensor cores
-    # need not idle while a warpgroup waits for its step's wgmmas before releasing the step's stage), so kept
-    if space.carry_gemms:
-        for c, v in _variants(ranked(out), carried_variant, graph, vdev, _CARRY_VARIANTS):
-            consider(v, c.note + ", gemms carried into the next step")
-    # on request, the best few persistent plans in 2-CTA clusters whose loads shared along a launch index are
-    # multicast (halving their L2 reads)
-    if space.multicast:
-        for c, variants in _variants(ranked(out), multicast_variants, graph, vdev, _MULTICAST_VARIANTS):
-            for v in variants:
-                consider(v, c.note + f", 2-CTA clusters along {v.multicast}")
-    return ranked(out)
-
-
-def _near_best(cands: Iterable[Candidate], within: float) -> list[Candidate]:
-    """The candidates priced within ``within`` times the fastest of them, in their order."""
-    cands = list(cands)
-    fastest = min((c.seconds for c in cands), default=math.inf)
-    return [c for c in cands if c.seconds <= within * fastest]
+            cfg = _configuration(c.plan)
+            if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
+                best_by_config[cfg] = c
+        for c in [c for c in best_by_config.values() if c.seconds <= cutoff]:
+            keep_in_flight = c.plan.style == Style.WARP_SPECIALIZED  # its roles emit explicit wgmma waits
+            for role in c.plan.roles:
+                for moved in async_moves(c.plan, role.name, graph, vdev):
+                    plan = reordered(c.plan, role.name, graph, moved)
+                    note = c.note.rsplit(",", 1)[0] + ", async sTask moved"
+                    if consider(plan, note) and keep_in_flight:
+                        for variant in in_flight_variants(plan, graph):
+                            consider(variant, f"{note}, {next(iter(variant.in_flight()))} in flight")
+        # the best few plans of each configuration with every gemm in flight, then with turns taken between
+        # their warpgroups on the tensor cores (ping-pong)
+        for label, variants in _SYNC_STEPS:
+            by_config: dict[tuple, list[Candidate]] = {}
+            for c in out:
+                if c.plan.style == Style.WARP_SPECIALIZED:
+                    by_config.setdefault(_configuration(c.plan), []).append(c)
+            for group in by_config.values():
+                for c in sorted(group, key=lambda c: (c.seconds, c.note))[:_SYNC_VARIANTS]:
+                    for v in variants(c.plan, graph, vdev):
+                        turns_added_waits = v.handoffs and len(v.in_flight()) > len(c.plan.in_flight())
+                        consider(v, f"{c.note}, {label}" + (", every gemm in flight" if turns_added_waits else ""))
+        # the best few plans with their output tiles walked in other orders, and persistently (inter-EU: the
+        # order decides what L2 serves the tiles resident at once, which prices every plan of the graph alike)
+        for c in ranked(out)[:_WALK_VARIANTS]:
+            for v in tile_walks(c.plan, graph, vdev):
+                note = c.note.split(", tiles in ")[0]
+                consider(v, note + ("" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}")
+                         + (", persistent" if v.persistent else ""))
+        # on request, the best few plans that run their loop unskewed as stream-K splits (the model prices the slower
+        # of a head's block and a tail's, cost.estimate)
+        if space.stream_k:
+            for c, splits in _variants(ranked(out), stream_k_walks, graph, vdev, _WALK_VARIANTS):
+                for v in splits:
+                    walk = "" if v.tile_order.is_launch_order else f", tiles in {v.tile_order.describe()}"
+                    consider(v, c.note.split(", tiles in ")[0] + walk + ", stream-K")
+        # on request, the best few of the plans whose gemm tiles a split over the warpgroups by rows widens (wider
+        # wgmmas: fewer reads of shared memory, cost.shared_port_cycles), so split; the best few of all may have none
+        # to split (one consumer warpgroup)
+        if space.row_split:
+            for c, v in _variants(ranked(out), row_split_variant, graph, vdev, _ROW_SPLIT_VARIANTS):
+                consider(v, c.note + ", gemm rows split over warpgroups")
+        # the best few of the plans that may keep their loop's gemms in flight into the next step (the tensor cores
+        # need not idle while a warpgroup waits for its step's wgmmas before releasing the step's stage), so kept
+        if space.carry_gemms:
+            for c, v in _variants(ranked(out), carried_variant, graph, vdev, _CARRY_VARIANTS):
+                consider(v, c.note + ", gemms carried into the next step")
+        # on request, the best few persistent plans in 2-CTA clusters whose loads shared along a launch index are
+        # multicast (halving their L2 reads)
+        if space.multicast:
+            for c, variants in _variants(ranked(out), multicast_variants, graph, vdev, _MULTICAST_VARIANTS):
+                for v in variants:
+                    consider(v, c.note + f", 2-CTA clusters along {v.multicast}")
+        return ranked(out)
 
 
 def _variants(cands: Sequence[Candidate], variant: Callable, graph: STaskGraph, vdev: VDevice,
@@ -312,35 +337,44 @@ def search_jobs(jobs: int | None, graphs: int) -> int:
     return max(1, min(jobs or os.cpu_count() or 1, graphs))
 
 
-def _search_graph_job(job: tuple) -> tuple[list[Candidate], Counter]:
-    """:func:`search_graph` in a worker process: its candidates and its counts."""
-    graph, vdev, kwargs = job
-    stats: Counter = Counter()
-    return search_graph(graph, vdev, stats=stats, **kwargs), stats
+def _base_job(job: tuple) -> _GraphSearch:
+    """:meth:`_GraphSearch.base` in a worker process."""
+    state, seed, tile = job
+    return state.base(seed, tile)
+
+
+def _refine_job(job: tuple) -> tuple[list[Candidate], Counter]:
+    """:meth:`_GraphSearch.refine` in a worker process: the candidates and the counts."""
+    state, bound = job
+    return state.refine(bound), state.stats
 
 
 def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
            calibration: Calibration | None = None, tiles: Sequence[Mapping[str, Any]] | None = None,
            flops: float | None = None, jobs: int | None = None) -> SearchResult:
-    """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first;
+    """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first: every
+    graph's base plans, then the refinement of those priced near the best of them all (:meth:`_GraphSearch.refine`);
     the graphs searched in ``jobs`` worker processes (:func:`search_jobs`), the same plans either way.
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
     t0 = time.perf_counter()
-    stats: Counter = Counter()
-    found: list[Candidate] = []
-    work = [(graph, vdev, {"space": space, "seed": seed, "calibration": calibration,
-                           "tile": tiles[i] if tiles else None}) for i, graph in enumerate(graphs)]
+    states = [_GraphSearch(graph, vdev, space, calibration, Counter()) for graph in graphs]
+    bases = [(state, seed, tiles[i] if tiles else None) for i, state in enumerate(states)]
     workers = search_jobs(jobs, len(graphs))
     if workers > 1:  # spawned, not forked: the parent holds TVM's threads
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for graph, (cands, counts) in zip(graphs, pool.map(_search_graph_job, work)):
-                found += [replace(c, graph=graph) for c in cands]  # the caller's graph, not the worker's copy
-                stats.update(counts)
+            states = list(pool.map(_base_job, bases))
+            bound = min(state.best_base() for state in states)
+            refined = list(pool.map(_refine_job, [(state, bound) for state in states]))
+        refined = [([replace(c, graph=graph) for c in cands], counts)  # the caller's graph, not the worker's copy
+                   for graph, (cands, counts) in zip(graphs, refined)]
     else:
-        for graph, _, kwargs in work:
-            found += search_graph(graph, vdev, stats=stats, **kwargs)
+        states = [_base_job(job) for job in bases]
+        bound = min(state.best_base() for state in states)
+        refined = [_refine_job((state, bound)) for state in states]
+    found: list[Candidate] = [c for cands, _ in refined for c in cands]
+    stats: Counter = sum((counts for _, counts in refined), Counter())
     best_first = ranked(found)
     rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
     if not stats["considered"]:
