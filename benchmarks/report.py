@@ -99,7 +99,8 @@ _DT = {"float16": "fp16", "bfloat16": "bf16"}
 
 
 def config_label(row: Mapping[str, Any]) -> str:
-    """A short human name for a row's config (``fp16 d128 s4096 b4 h16 causal``, ``fp16 8192x8192x8192``)."""
+    """A short human name for a row's config (``fp16 d128 s4096 b4 h16 causal``, ``fp16 8192x8192x8192``,
+    ``bf16 d128 b1 q1 h32/8 kv16384 paged 16``)."""
     c = row["config"]
     dt = _DT.get(c.get("dtype"), c.get("dtype", ""))
     if row["kernel"] == "flash_attention":
@@ -110,6 +111,10 @@ def config_label(row: Mapping[str, Any]) -> str:
         return f"{dt} b{c.get('batch')} s{c['seqlen']} h{c.get('heads')} p{c['headdim']} n{c['dstate']}"
     if set(c) == {"batch", "seqlen", "dtype"}:  # a whole layer (benchmarks.layers)
         return f"{dt} b{c['batch']} s{c['seqlen']}" + (f" ({row['note']})" if row.get("note") else "")
+    if row["kernel"] == "decode_attention":
+        cache = f"paged {c['page_size']}" if c.get("page_size") else "contiguous"
+        return (f"{dt} d{c['dim']} b{c['batch']} q{c['q_len']} h{c['heads']}/{c['kv_heads']} kv{c['kv_len']} "
+                f"{cache}")
     if {"M", "N", "K"} <= set(c):
         note = row.get("note", "")
         shape = f"{c['M']}x{c['N']}x{c['K']}"

@@ -221,6 +221,9 @@ def test_config_labels():
     assert config_label(row) == "fp16 d128 s4096 b4 h16/8 causal"
     row = {"kernel": "gemm", "config": dict(M=8192, N=6144, K=4096, dtype="bfloat16"), "note": "llama3-8b qkv"}
     assert config_label(row) == "bf16 8192x6144x4096 (llama3-8b qkv)"
+    row = {"kernel": "decode_attention", "config": dict(batch=1, q_len=4, heads=64, kv_heads=8, kv_len=16384, dim=128,
+                                                        dtype="bfloat16", page_size=16, dynamic=True)}
+    assert config_label(row) == "bf16 d128 b1 q4 h64/8 kv16384 paged 16"
     assert math.isclose(geomean([2.0, 0.5]), 1.0) and geomean([]) is None
 
 
