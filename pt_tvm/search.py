@@ -23,7 +23,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .cache import PlanCache, plan_key
 from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order, simulated_iterations
@@ -188,17 +188,21 @@ class _GraphSearch:
                                                                         f", tiles in {order.describe()}"))
         return self
 
-    def best_base(self) -> float:
-        return min((c.seconds for c in self.out), default=math.inf)
+    def best_base(self) -> dict[Style, float]:
+        """The best price of each emission style's plans so far (after :meth:`base`, of its base plans)."""
+        best: dict[Style, float] = {}
+        for c in self.out:
+            best[c.plan.style] = min(best.get(c.plan.style, math.inf), c.seconds)
+        return best
 
-    def refine(self, bound: float) -> list[Candidate]:
-        """The local search and the variants of the best plans, where this graph has a configuration priced within
-        ``space.local_within`` of ``bound`` (the best base price of every tile searched: the final best four came
-        from such configurations on every suite config checked, SearchSpace.local_within); every candidate, best
-        first."""
+    def refine(self, bound: Mapping[Style, float]) -> list[Candidate]:
+        """The local search and the variants of the best plans, for the configurations priced within
+        ``space.local_within`` of ``bound``, the best base price of their emission style over every tile searched
+        (a warp-specialized base plan waits for each wgmma and gains most from the refinement); every candidate,
+        best first."""
         graph, vdev, space, out, consider = self.graph, self.vdev, self.space, self.out, self.consider
-        cutoff = space.local_within * bound
-        if self.best_base() > cutoff:
+        near = lambda c: c.seconds <= space.local_within * bound.get(c.plan.style, math.inf)  # noqa: E731
+        if not any(near(c) for c in out):
             return ranked(out)
         # local search: re-place asynchronous sTasks in the best base order of each configuration near the best
         best_by_config: dict[tuple, Candidate] = {}
@@ -206,7 +210,7 @@ class _GraphSearch:
             cfg = _configuration(c.plan)
             if cfg not in best_by_config or c.seconds < best_by_config[cfg].seconds:
                 best_by_config[cfg] = c
-        for c in [c for c in best_by_config.values() if c.seconds <= cutoff]:
+        for c in [c for c in best_by_config.values() if near(c)]:
             keep_in_flight = c.plan.style == Style.WARP_SPECIALIZED  # its roles emit explicit wgmma waits
             for role in c.plan.roles:
                 for moved in async_moves(c.plan, role.name, graph, vdev):
@@ -259,6 +263,15 @@ class _GraphSearch:
                 for v in variants:
                     consider(v, c.note + f", 2-CTA clusters along {v.multicast}")
         return ranked(out)
+
+
+def _best_of(bests: Iterable[Mapping[Style, float]]) -> dict[Style, float]:
+    """Per emission style, the best of the graphs' best prices."""
+    out: dict[Style, float] = {}
+    for best in bests:
+        for style, seconds in best.items():
+            out[style] = min(out.get(style, math.inf), seconds)
+    return out
 
 
 def _variants(cands: Sequence[Candidate], variant: Callable, graph: STaskGraph, vdev: VDevice,
@@ -366,13 +379,13 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
     if workers > 1:  # spawned, not forked: the parent holds TVM's threads
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             states = list(pool.map(_base_job, bases))
-            bound = min(state.best_base() for state in states)
+            bound = _best_of(state.best_base() for state in states)
             refined = list(pool.map(_refine_job, [(state, bound) for state in states]))
         refined = [([replace(c, graph=graph) for c in cands], counts)  # the caller's graph, not the worker's copy
                    for graph, (cands, counts) in zip(graphs, refined)]
     else:
         states = [_base_job(job) for job in bases]
-        bound = min(state.best_base() for state in states)
+        bound = _best_of(state.best_base() for state in states)
         refined = [_refine_job((state, bound)) for state in states]
     found: list[Candidate] = [c for cands, _ in refined for c in cands]
     stats: Counter = sum((counts for _, counts in refined), Counter())
