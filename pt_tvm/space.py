@@ -79,9 +79,9 @@ class SearchSpace:
     multicast: bool = False
     # the local search (asynchronous sTasks re-placed, gemms kept in flight, warpgroups taking turns) and the
     # variants of the best plans refine the configurations whose best base plan is priced within this factor of
-    # the best base plan of every tile: over the attention-core, gemm and mamba suites and a twelfth of the decode
-    # grid on the H200 model, every plan of the final best four came from a configuration within 1.063 of it, and
-    # the best four were the same as with no bound (benchmarks/results/2026-11-30-search-time; tests/test_search.py)
+    # the best base plan of its emission style over every tile: on the attention-core, gemm and mamba suites and a
+    # twelfth of the decode grid (H200 model) the best four were those of no bound, and on the whole decode grid the
+    # tuner's candidates those of the search before the bound (benchmarks/results/2026-11-30-search-time)
     local_within: float = 1.25
 
 
