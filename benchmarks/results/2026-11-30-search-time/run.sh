@@ -7,7 +7,7 @@
 # 1. Search time on the search-time configs (342d584 added decoding and chunk_scan to them; the "before" tree is
 #    e141ab9 with that config list copied in), both at once, one a core:
 #   (cd e141ab9-worktree && PT_TVM_GIT_COMMIT=e141ab9 python -m benchmarks search-time --target h100 --out search-time-h100-e141ab9.json)
-#   python -m benchmarks search-time --target h100 --out search-time-h100-HEAD.json
+#   python -m benchmarks search-time --target h100 --out search-time-h100-3bed888.json   (HEAD: 3bed888)
 #    table-*.md: each run's table. Every config found the same best plan at the same predicted time both ways.
 # 2. The bound against none (H200 model), every attention-core, gemm and mamba config and every eleventh of the
 #    decode grid, two processes, one a core (search-bound-*.jsonl: the best four, note and predicted time):
