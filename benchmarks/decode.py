@@ -190,12 +190,12 @@ def chart(rows: Sequence[dict], peak: float | None, path: str) -> None:
             ax.set_title(f"batch {b}, q_len {q_len}, {heads} query heads", fontsize=9)
             ax.set_xlabel("kv_len")
             ax.set_ylabel("KV TB/s")
-    axes = [[ax for row in axes for ax in row]]
+    panels = [ax for row in axes for ax in row]
     labelled = {}  # every panel's lines, once each: a panel may lack a system or layout
-    for ax in axes[0]:
+    for ax in panels:
         for line, label in zip(*ax.get_legend_handles_labels()):
             labelled.setdefault(label, line)
-    axes[0][-1].legend(labelled.values(), labelled.keys(), fontsize=7)
+    panels[-1].legend(labelled.values(), labelled.keys(), fontsize=7)
     fig.tight_layout()
     save_chart(fig, path)
     plt.close(fig)

@@ -15,6 +15,7 @@ with their reason and left out of every ratio.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import math
 import os
@@ -453,8 +454,10 @@ def save_chart(fig: Any, path: str) -> None:
     2.4x smaller than RGBA (the results folder travels to the GPU machine with every device call)."""
     from PIL import Image  # matplotlib's own dependency
 
-    fig.savefig(path, dpi=120)
-    with Image.open(path) as im:
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
+    png.seek(0)
+    with Image.open(png) as im:
         flat = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     flat.save(path, optimize=True)
 

@@ -190,10 +190,7 @@ class _GraphSearch:
 
     def best_base(self) -> dict[Style, float]:
         """The best price of each emission style's plans so far (after :meth:`base`, of its base plans)."""
-        best: dict[Style, float] = {}
-        for c in self.out:
-            best[c.plan.style] = min(best.get(c.plan.style, math.inf), c.seconds)
-        return best
+        return _best_of({c.plan.style: c.seconds} for c in self.out)
 
     def refine(self, bound: Mapping[Style, float]) -> list[Candidate]:
         """The local search and the variants of the best plans, for the configurations priced within
@@ -266,7 +263,7 @@ class _GraphSearch:
 
 
 def _best_of(bests: Iterable[Mapping[Style, float]]) -> dict[Style, float]:
-    """Per emission style, the best of the graphs' best prices."""
+    """Per emission style, the best of these prices (of candidates, or of graphs' best)."""
     out: dict[Style, float] = {}
     for best in bests:
         for style, seconds in best.items():
@@ -367,7 +364,8 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
            calibration: Calibration | None = None, tiles: Sequence[Mapping[str, Any]] | None = None,
            flops: float | None = None, jobs: int | None = None) -> SearchResult:
     """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first: every
-    graph's base plans, then the refinement of those priced near the best of them all (:meth:`_GraphSearch.refine`);
+    graph's base plans, then the refinement of those priced near the best of their emission style
+    (:meth:`_GraphSearch.refine`);
     the graphs searched in ``jobs`` worker processes (:func:`search_jobs`), the same plans either way.
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
