@@ -40,7 +40,7 @@ from pt_tvm.plan import Style
 from pt_tvm.templates.decode_attention import kv_bytes
 from pt_tvm.tune import compile_jobs, warm
 
-from .report import save_chart
+from .report import config_key, save_chart
 from .runfile import load_run
 from .suite import SETTLE_MS, Config, header, run_configs, write_run
 
@@ -216,7 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", choices=("suite", "sweep"), help="the suite slice alone, or the split sweep alone")
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--part", help="I/N: the suite's configs I, I+N, I+2N, ... (0-based), so one slice fits several "
-                                   "device calls (merge the parts' decode.json with python -m benchmarks merge)")
+                                   "device calls (merge the parts' decode.json with python -m benchmarks merge); "
+                                   "I,J,.../N: the union of those parts")
+    ap.add_argument("--skip", action="append", default=[], metavar="RUN.json",
+                    help="leave out the configs a run (e.g. a part cut off by its call's time) already measured")
+    ap.add_argument("--share", metavar="I/N", help="after --part and --skip, configs I, I+N, ... of what is left "
+                                                  "(one GPU's share where N processes split a queue)")
+    ap.add_argument("--stop-after", type=float, metavar="S",
+                    help="start no config after S seconds (the rows so far are written after each config)")
     ap.add_argument("--chart", metavar="RUN.json", help="only draw bandwidth.png from a (merged) decode run")
     args = ap.parse_args(argv)
     if args.chart:
@@ -245,9 +252,7 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
     q_lens = {int(q) for q in args.q_lens.split(",")} if args.q_lens else None
     chosen = [c for c in chosen if c.problem["kv_len"] >= args.kv_at_least
               and (q_lens is None or c.problem["q_len"] in q_lens)]
-    if args.part:
-        i, n = _part(args.part)
-        chosen = chosen[i::n]
+    chosen = select(chosen, part=args.part, skip=args.skip, share=args.share)
     if args.systems:
         keep = set(args.systems.split(","))
         chosen = [Config(c.suite, c.kernel, c.problem, tuple(s for s in c.systems if s in keep), c.note)
@@ -255,8 +260,9 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
     head = header(" ".join(["python -m benchmarks.decode", *(argv or sys.argv[1:])]), torch.cuda.get_device_name())
     head.update(hbm_copy_tbps=peak, settle_ms=args.settle_ms)
     path = os.path.join(args.out, "decode.json")
+    deadline = None if args.stop_after is None else t0 + args.stop_after
     rows = run_configs(chosen, vdev, rep_ms=args.rep_ms, settle_ms=args.settle_ms, workers=workers,
-                       system_options={"tune_top_k": args.tune_top_k},
+                       system_options={"tune_top_k": args.tune_top_k}, deadline=deadline,
                        on_config=lambda r: write_run(path, head, with_bandwidth(r, peak)))
     rows = with_bandwidth(rows, peak)
     head["suite_s"] = round(time.perf_counter() - t0, 1)
@@ -264,15 +270,40 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
     chart(rows, peak, os.path.join(args.out, "bandwidth.png"))
 
 
+def select(chosen: Sequence[Config], *, part: str | None = None, skip: Sequence[str] = (),
+           share: str | None = None) -> list[Config]:
+    """The configs of ``part`` (``I/N`` or ``I,J/N``: those at positions I, J modulo N), less those a run in
+    ``skip`` measured, then ``share`` (``I/N``: every N-th of the rest from I)."""
+    chosen = list(chosen)
+    if part:
+        parts, n = _parts(part)
+        chosen = [c for j, c in enumerate(chosen) if j % n in parts]
+    done = {config_key(row) for path in skip for row in load_run(path, need_rows=False)["rows"]}
+    chosen = [c for c in chosen if config_key({"kernel": c.kernel, "config": c.problem, "note": c.note}) not in done]
+    if share:
+        i, n = _part(share)
+        chosen = chosen[i::n]
+    return chosen
+
+
+def _parts(text: str) -> tuple[set[int], int]:
+    """``"I,J/N"`` -> ({I, J}, N), each 0 <= I < N."""
+    try:
+        first, n = text.split("/")
+        parts, n = {int(x) for x in first.split(",")}, int(n)
+    except ValueError:
+        raise SystemExit(f"--part: expected I/N or I,J/N (e.g. 0/3), got {text!r}") from None
+    if not all(0 <= i < n for i in parts):
+        raise SystemExit(f"--part: I must be in [0, N), got {text!r}")
+    return parts, n
+
+
 def _part(text: str) -> tuple[int, int]:
     """``"I/N"`` -> (I, N), 0 <= I < N."""
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise SystemExit(f"--part: expected I/N (e.g. 0/3), got {text!r}") from None
-    if not 0 <= i < n:
-        raise SystemExit(f"--part: I must be in [0, N), got {text!r}")
-    return i, n
+    parts, n = _parts(text)
+    if len(parts) != 1:
+        raise SystemExit(f"expected one I in I/N, got {text!r}")
+    return next(iter(parts)), n
 
 
 def _sweep(args: argparse.Namespace, vdev: Any, peak: float, workers: int) -> None:

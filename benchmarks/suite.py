@@ -80,14 +80,15 @@ _IDENTITY = ("suite", "kernel", "config", "system", "note")  # what a row measur
 def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.0, rep_ms: float = 1000.0,
                 settle_ms: float = SETTLE_MS, log: Any = None, workers: int = 0, rounds: int = 5,
                 system_options: Mapping[str, Any] | None = None,
-                on_config: Callable[[list[dict]], None] | None = None) -> list[dict]:
+                on_config: Callable[[list[dict]], None] | None = None, deadline: float | None = None) -> list[dict]:
     """Measure every (config, system) pair on the local GPU; one row each, failures included.
 
     With ``workers > 1`` (default: the cores but one) kernels compile in that many processes while
     earlier configs are timed (:class:`benchmarks.precompile.Precompiler`). ``system_options`` go to
     every system factory (e.g. ``tune_top_k`` for pt-tvm, ``autotune_cache`` for TileLang's
     autotuner); ``on_config`` gets the rows so far after each config (to save partial results of a
-    run that may be cut off). Each system's share of a timing round follows ``settle_ms`` of its own calls
+    run that may be cut off); past ``deadline`` (a :func:`time.perf_counter` value) no further config
+    starts. Each system's share of a timing round follows ``settle_ms`` of its own calls
     (:func:`pt_tvm.measure.time_samplers`).
     """
     log = sys.stdout if log is None else log  # the stream of the call, not of import time
@@ -104,6 +105,9 @@ def run_configs(configs: Iterable[Config], vdev: Any, *, warmup_ms: float = 100.
                                                   autotune_stages=options.get("autotune_stages", AUTOTUNE_NUM_STAGES)))
             options["tune_workers"] = 1  # pt-tvm's candidates come compiled: load them in this process
         for i, cfg in enumerate(configs):
+            if deadline is not None and time.perf_counter() > deadline:
+                print(f"deadline: {len(configs) - i} of {len(configs)} configs not started", file=log, flush=True)
+                break
             searched = pre.ready(i) if pre is not None else None
             rows += _run_config(cfg, vdev, searched, options, log=log, warmup_ms=warmup_ms, rep_ms=rep_ms,
                                 settle_ms=settle_ms, rounds=rounds, sms=sms)
@@ -229,5 +233,6 @@ def _short(problem: Mapping[str, Any]) -> str:
 def write_run(path: str, head: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
     """Write ``{"header": ..., "rows": [...]}`` as JSON (creating the folder)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    with open(path + ".tmp", "w") as f:  # then renamed: a run cut off while writing keeps its last whole file
         json.dump({"header": dict(head), "rows": list(rows)}, f, indent=1, default=str)
+    os.replace(path + ".tmp", path)

@@ -1183,3 +1183,24 @@ def test_gpu_tests_script_reports_every_test_it_was_given(tmp_path):
     assert counted and counted[1] == counted[2] and int(counted[1]) > 2, done
     assert "not reached before the limit: 0" in done
     assert f"not reached before the limit: {counted[1]}" in summary(1)
+
+
+def test_no_config_starts_past_the_deadline(monkeypatch, capsys):
+    """``run_configs(deadline=...)``: the configs started before it keep their rows, written after each; the
+    rest are named as not started (a device call's time cut a part short, and the next call skips what ran)."""
+    import time
+
+    import torch
+
+    from benchmarks import suite
+
+    clock = iter(range(100))
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(multi_processor_count=1))
+    monkeypatch.setattr(suite, "_run_config", lambda cfg, *a, **k: [{"config": cfg.problem}])
+    saved = []
+    cfgs = [Config("decode", "decode_attention", {"batch": b}, ("pt-tvm",)) for b in (1, 8, 32)]
+    rows = suite.run_configs(cfgs, None, workers=1, deadline=1.5, on_config=lambda r: saved.append(len(r)))
+    assert rows == [{"config": {"batch": 1}}, {"config": {"batch": 8}}] and saved == [1, 2]
+    assert "deadline: 1 of 3 configs not started" in capsys.readouterr().out

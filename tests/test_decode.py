@@ -578,6 +578,31 @@ def test_the_gpu_slice_splits_into_parts_and_a_merged_run_charts(tmp_path):
     assert (tmp_path / "out" / "bandwidth.png").stat().st_size > 0
 
 
+def test_a_queue_of_parts_resumes_where_a_run_stopped(tmp_path):
+    """``--part I,J/N`` is the union of parts I and J; ``--skip`` leaves out what a run measured (a part cut off
+    by its call's time); ``--share I/N`` splits the rest between processes, each config once."""
+    from benchmarks.configs import suite_configs
+    from benchmarks.decode import select
+    from benchmarks.suite import write_run
+
+    grid = suite_configs("decode")
+    union = select(grid, part="1,5/16")
+    assert union == [c for j, c in enumerate(grid) if j % 16 in (1, 5)]
+    assert union == sorted(select(grid, part="1/16") + select(grid, part="5/16"), key=grid.index)
+    done = tmp_path / "part.json"
+    write_run(str(done), {}, [{"kernel": c.kernel, "config": dict(c.problem), "note": c.note, "system": "pt-tvm"}
+                              for c in union[:3]])
+    left = select(grid, part="1,5/16", skip=[str(done)])
+    assert left == union[3:]
+    shares = [select(grid, part="1,5/16", skip=[str(done)], share=f"{i}/2") for i in range(2)]
+    assert sorted(shares[0] + shares[1], key=grid.index) == left
+    assert not {id(c) for c in shares[0]} & {id(c) for c in shares[1]}
+    with pytest.raises(SystemExit, match="I must be in"):
+        select(grid, part="1,16/16")
+    with pytest.raises(SystemExit, match="one I"):
+        select(grid, share="0,1/2")
+
+
 def test_a_bucket_plan_applies_at_the_cache_capacity():
     """The op searches at the bucket's length and compiles at the cache's capacity: same sTasks, same plan,
     only the loop's trip count differs; the result lowers."""
