@@ -394,7 +394,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_merge(args: argparse.Namespace) -> int:
     out = _writable(args.out, "--out")
     try:
-        head, rows = merge_runs(args.runs, reruns=args.rerun or (), across_commits=args.across_commits)
+        head, rows = merge_runs(args.runs, reruns=args.rerun or (), across_commits=args.across_commits,
+                                keep_first=args.keep_first)
     except ValueError as e:
         print(f"benchmarks merge: {e}", file=sys.stderr)
         return 2
@@ -496,6 +497,9 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--across-commits", action="store_true",
                    help="the runs are parts of one grid measured at different commits (each config whole in one): "
                         "each part keeps its commit")
+    p.add_argument("--keep-first", action="store_true",
+                   help="a config measured in several runs keeps the first run's rows (a queue of device calls "
+                        "that measured some configs twice); the header counts those left out")
     p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("compare", help="exit 1 when RUN regressed against BASELINE (slower or invalid)")

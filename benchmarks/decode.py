@@ -279,11 +279,17 @@ def select(chosen: Sequence[Config], *, part: str | None = None, skip: Sequence[
         parts, n = _parts(part)
         chosen = [c for j, c in enumerate(chosen) if j % n in parts]
     done = {config_key(row) for path in skip for row in load_run(path, need_rows=False)["rows"]}
-    chosen = [c for c in chosen if config_key({"kernel": c.kernel, "config": c.problem, "note": c.note}) not in done]
+    chosen = [c for c in chosen if _key(c) not in done]
     if share:
         i, n = _part(share)
         chosen = chosen[i::n]
     return chosen
+
+
+def _key(c: Config) -> str:
+    """A config's identity as its rows record it (:func:`benchmarks.report.config_key` of the resolved problem)."""
+    problem, _ = templates.get(c.kernel).resolve(**c.problem)
+    return config_key({"kernel": c.kernel, "config": dict(problem), "note": c.note})
 
 
 def _parts(text: str) -> tuple[set[int], int]:

@@ -38,7 +38,8 @@ TIMING_GAP = 0.10  # queued and CUDA-graph medians differing by more than this a
 _PART_KEYS = ("date", "command", "shard", "wall_s", "configs", "partial")
 
 
-def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits: bool = False) -> tuple[dict, list]:
+def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits: bool = False,
+               keep_first: bool = False) -> tuple[dict, list]:
     """(header, rows) of one run made of several (the shards of a suite run on the GPUs of one machine).
 
     The runs must come from one device model and one commit; a (kernel, config, system) measured
@@ -46,7 +47,9 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
     Each of ``reruns``, in order, a run of some of those configs again (same device and versions, any
     commit), replaces every row of its configs; its part records its commit. ``across_commits``: parts of one
     grid run at different commits (each config measured whole in one of them), each part recording its commit
-    and the header all of them (``50593ce+0231e29``).
+    and the header all of them (``50593ce+0231e29``). ``keep_first``: a config measured in several runs (a queue
+    of calls that measured it twice) keeps its first run's rows; the header counts the configs left out
+    (``repeats_left_out``).
     """
     runs = [load_run(p, need_rows=False) for p in paths]
     heads = [r["header"] for r in runs]
@@ -54,10 +57,14 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
         values = {str(h.get(key))[:7] if key == "git_commit" else str(h.get(key)) for h in heads}  # hash or abbrev.
         if len(values) > 1:
             raise ValueError(f"runs differ in {key} ({', '.join(sorted(values))}): merge only shards of one run")
-    rows, seen = [], set()
+    rows, seen, repeats = [], set(), set()
     for path, run in zip(paths, runs):
+        earlier = {config_key(row) for row in rows}
         for row in run["rows"]:
             key = (config_key(row), row["system"])
+            if keep_first and key[0] in earlier:
+                repeats.add(key[0])
+                continue
             if key in seen:
                 raise ValueError(f"{path}: {row['kernel']} {config_label(row)} {row['system']} is in two runs")
             seen.add(key)
@@ -69,6 +76,8 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
                 systems=sorted({s for h in heads for s in h.get("systems", [])}))
     if across_commits:
         head["git_commit"] = "+".join(dict.fromkeys(str(p["git_commit"])[:7] for p in parts))
+    if keep_first:
+        head["repeats_left_out"] = len(repeats)
     for rerun in reruns:
         again = load_run(rerun, need_rows=False)
         for key in ("device", "tilelang", "torch", "dry_run"):

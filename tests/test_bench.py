@@ -491,6 +491,23 @@ def test_merge_across_commits_keeps_each_parts_commit(tmp_path, capsys):
     assert "part (1/2 at 0231e29, 5.0 s," in (tmp_path / "rep" / "table.md").read_text()
 
 
+def test_merge_keeps_the_first_run_of_a_config_measured_twice_when_asked(tmp_path, capsys):
+    """A queue of device calls that measured a config twice: a plain merge refuses it, ``--keep-first`` keeps the
+    first run's rows of it and counts the repeat in the header."""
+    a, b, _ = _shard_runs(tmp_path)
+    again = _load(b)
+    again["rows"] = [{**r, "ms": r["ms"] * 2} for r in again["rows"] if r.get("ms")] + _load(a)["rows"]
+    _write(tmp_path / "again.json", again)
+    out = tmp_path / "m.json"
+    assert bench_cli.main(["merge", a, b, str(tmp_path / "again.json"), "--out", str(out)]) == 2
+    assert "is in two runs" in capsys.readouterr().err
+    assert bench_cli.main(["merge", a, b, str(tmp_path / "again.json"), "--keep-first", "--out", str(out)]) == 0
+    merged = _load(out)
+    assert merged["rows"] == _load(a)["rows"] + _load(b)["rows"]
+    assert merged["header"]["repeats_left_out"] == len({json.dumps(r["config"], sort_keys=True)
+                                                        for r in again["rows"]})
+
+
 def test_precompile_jobs_are_the_plans_tuning_measures():
     """The suite's precompile compiles exactly the plans tune_template will load (same search, same picks),
     and hands the search over small enough to send between processes."""

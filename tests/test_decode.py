@@ -3,6 +3,7 @@ emitted CUDA, bad inputs, and the float32 reference against a float64 one; GPU t
 import itertools
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from pt_tvm.templates.decode_attention import FusedSplitKV, build_combine, combi
 from pt_tvm.verify import violations
 
 T = get("decode_attention")
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results")
 H100 = hw.get("h100")
 
 
@@ -578,24 +580,24 @@ def test_the_gpu_slice_splits_into_parts_and_a_merged_run_charts(tmp_path):
     assert (tmp_path / "out" / "bandwidth.png").stat().st_size > 0
 
 
-def test_a_queue_of_parts_resumes_where_a_run_stopped(tmp_path):
-    """``--part I,J/N`` is the union of parts I and J; ``--skip`` leaves out what a run measured (a part cut off
-    by its call's time); ``--share I/N`` splits the rest between processes, each config once."""
+def test_a_queue_of_parts_resumes_where_a_run_stopped():
+    """``--part I,J/N`` is the union of parts I and J; ``--skip`` leaves out what a run measured, matched as the
+    suite writes its rows (the resolved problem), read here from the committed half grid: its parts 1, 2, 3 and 5
+    ran the suite's kernels of dynamic sizes, as the grid's configs ask, its parts 0, 4, 8 and 12 kernels of exact
+    sizes (another problem); ``--share I/N`` splits the rest between processes, each config once."""
     from benchmarks.configs import suite_configs
     from benchmarks.decode import select
-    from benchmarks.suite import write_run
 
     grid = suite_configs("decode")
     union = select(grid, part="1,5/16")
     assert union == [c for j, c in enumerate(grid) if j % 16 in (1, 5)]
     assert union == sorted(select(grid, part="1/16") + select(grid, part="5/16"), key=grid.index)
-    done = tmp_path / "part.json"
-    write_run(str(done), {}, [{"kernel": c.kernel, "config": dict(c.problem), "note": c.note, "system": "pt-tvm"}
-                              for c in union[:3]])
-    left = select(grid, part="1,5/16", skip=[str(done)])
-    assert left == union[3:]
-    shares = [select(grid, part="1,5/16", skip=[str(done)], share=f"{i}/2") for i in range(2)]
-    assert sorted(shares[0] + shares[1], key=grid.index) == left
+    half = os.path.join(RESULTS, "2026-11-30-h200-x2-decode", "decode.json.gz")
+    rest = select(grid, part="6,7,9,10,11,13,14,15/16")
+    assert len(rest) == 66 and select(grid, part="6,7,9,10,11,13,14,15/16", skip=[half]) == rest
+    assert select(grid, part="1,2,3,5/16", skip=[half]) == [] and len(select(grid, skip=[half])) == 136 - 36
+    shares = [select(grid, part="6,7,9,10,11,13,14,15/16", skip=[half], share=f"{i}/2") for i in range(2)]
+    assert sorted(shares[0] + shares[1], key=grid.index) == rest
     assert not {id(c) for c in shares[0]} & {id(c) for c in shares[1]}
     with pytest.raises(SystemExit, match="I must be in"):
         select(grid, part="1,16/16")
