@@ -115,7 +115,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
     block_vars = _Launch.of(grid, [s for s in top_level(block.body) if isinstance(s, tirx.Bind)])
 
-    steps = _Steps(loop.loop_var, extent, grid)
+    steps = _Steps(loop.loop_var, extent, grid, block_vars.binds)
 
     def make(stmts_: Sequence[tirx.Stmt], placement: Placement, offset: int) -> list[STask]:
         return [_stask(s, ids[offset + i], placement, i, buffers, vdev, block_vars, name,
@@ -590,17 +590,20 @@ def _has_nested_pipelined(body: tirx.Stmt) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class _Steps:
-    """The pipelined loop's steps over the grid: ``var`` runs to ``extent``, which may depend on a launch index."""
+    """The pipelined loop's steps over the grid: ``var`` runs to ``extent``, which may depend on a launch index;
+    ``binds``, the kernel's values bound from launch indices (:class:`_Launch`)."""
 
     var: tirx.Var
     extent: Any
     grid: dict
+    binds: dict = dataclasses.field(default_factory=dict)
     limit: int = 1 << 17  # steps counted one by one; past this a branch's share is not known
 
     def share(self, cond: Any) -> float | None:
         """The share of the steps (of every block of the grid) in which ``cond`` holds; None where that is not
-        known at compile time (the condition reads anything but the loop variable, one launch index and
-        constants)."""
+        known at compile time (the condition reads anything but the loop variable, one launch index, values
+        bound from it and constants)."""
+        cond = tirx.stmt_functor.substitute(cond, self.binds) if self.binds else cond
         by_name = {var.name: (var, ext) for var, ext in self.grid.values()}
         free = {n.name: n for e in (cond, self.extent) for n in _vars(e)}
         others = sorted(set(free) - {self.var.name})

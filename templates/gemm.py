@@ -16,7 +16,7 @@ import torch
 
 from .base import FAST_MATH, Template, TemplateError, operand, priced, size
 
-__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
+__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE", "loads_rows_in_groups"]
 
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
@@ -38,30 +38,38 @@ def _b_shape(N: int, K: int, trans_B: bool) -> tuple[int, int]:
 
 
 def _gemm_mainloop(K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int, num_stages: int,
-                   gate_rows: int = 0, swap_ab: bool = False):
-    """The shared tile program, a macro every kernel inlines: ``C_l = A[rows m0.., columns k0..] @ op(B)[columns
+                   gate_rows: int = 0, swap_ab: bool = False, lead: int = 0):
+    """The shared tile program, a macro every kernel inlines: ``C_l = A[rows m0.., columns a0..] @ op(B)[columns
     n0..]`` (of a fused gate/up weight, rows ``n0..`` of each half).
     With ``gate_rows`` (a fused gate/up weight ``[2N, K]``, ``N = gate_rows``, read as it lies) the tile of ``B``
     is the gate projection's ``block_N / 2`` rows of block column ``bx`` stacked on the up projection's same rows,
     so one gemm computes both halves side by side in ``C_l``. With ``swap_ab`` (``trans_B`` only) the gemm
     computes the tile transposed, ``C_l[block_N, block_M] = B_s @ A_s^T``: ``A``'s rows (a layer's tokens) become
-    the tensor core's N side, any multiple of 16, so a tile can cover a token count tightly."""
+    the tensor core's N side, any multiple of 16, so a tile can cover a token count tightly.
+    With ``lead`` (``B`` as ``[K, N]``) the K tiles start ``k0 < 0`` (at most ``lead`` columns) before ``A``'s row,
+    at a column TMA can start a box on: the tiles' columns outside ``[0, K)``, a neighbouring row's, are zeroed in
+    shared memory before the gemm (``B``'s rows there are TMA's zeros)."""
     half = block_N // 2
+    steps = T.ceildiv(K + lead, block_K)
 
     @T.macro
-    def mainloop(A, B, C_l, m0, n0, k0):
+    def mainloop(A, B, C_l, m0, n0, a0, k0=0):
         A_s = T.alloc_shared((block_M, block_K), dtype)
         B_s = T.alloc_shared(_b_shape(block_N, block_K, trans_B), dtype)
         T.clear(C_l)
-        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-            T.copy(A[m0, k0 + k * block_K], A_s)
+        for k in T.Pipelined(steps, num_stages=num_stages):
+            T.copy(A[m0, a0 + k0 + k * block_K], A_s)
             if gate_rows:
                 T.copy(B[n0, k * block_K], B_s[0:half, :])
                 T.copy(B[gate_rows + n0, k * block_K], B_s[half:block_N, :])
             elif trans_B:
                 T.copy(B[n0, k * block_K], B_s)
             else:
-                T.copy(B[k * block_K, n0], B_s)
+                T.copy(B[k0 + k * block_K, n0], B_s)
+            if lead and (k0 + k * block_K < 0 or k0 + (k + 1) * block_K > K):
+                for i, j in T.Parallel(block_M, block_K):
+                    if k0 + k * block_K + j < 0 or k0 + k * block_K + j >= K:
+                        A_s[i, j] = T.cast(0, dtype)
             if swap_ab:
                 T.gemm(B_s, A_s, C_l, transpose_B=True)
             else:
@@ -90,8 +98,8 @@ def build_gemm(
     a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
     group = _row_group(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab, row_group)
     if group > 1:
-        return _gemm_row_groups(M, N, K, dtype, block_M, block_N, block_K, threads, num_stages, lda, group, a_type,
-                                b_type)
+        return _gemm_row_groups(M, N, K, dtype, trans_B, block_M, block_N, block_K, threads, num_stages, lda, group,
+                                a_type, b_type)
     mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
 
@@ -110,47 +118,68 @@ def build_gemm(
 def _row_group(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int,
                row_group: int = 0) -> int:
     """How many rows apart ``build_gemm``'s tiles take their rows (:func:`_gemm_row_groups`; 1: consecutive rows):
-    ``row_group`` where pinned and it fits, else 16, else 8, where ``C``'s rows start off 16-byte boundaries (no
-    tensor map addresses them one by one), ``M`` is static and whole groups of that many, ``B`` lies ``[N, K]``
-    (a tile's first column is a row of it, which TMA can start anywhere), and ``A``'s rows lie on 16-byte
-    boundaries in a whole number of K tiles (a last, partial tile of a row would read the next)."""
-    if (row_group == 1 or N * _BYTES % _ALIGN == 0 or not trans_B or dynamic_M or swap_ab
-            or (lda or K) * _BYTES % _ALIGN or K % block_K):
+    ``row_group`` where pinned and it fits, else 16, else 8, where ``M`` is static and whole groups of that many,
+    and either ``C``'s rows start off 16-byte boundaries (no tensor map addresses them one by one), ``B`` lies
+    ``[N, K]`` (a tile's first column is a row of it, which TMA can start anywhere) and ``A``'s rows lie on
+    16-byte boundaries in a whole number of K tiles (a last, partial tile of a row would read the next), or
+    ``A``'s rows start off 16-byte boundaries, ``B`` lies ``[K, N]`` (its tile's first row moves with the
+    residue's columns) and ``C``'s rows on 16-byte boundaries."""
+    a_off, c_off = (lda or K) * _BYTES % _ALIGN, N * _BYTES % _ALIGN
+    if trans_B:
+        serves = c_off and not a_off and K % block_K == 0
+    else:
+        serves = a_off and not c_off
+    if row_group == 1 or not serves or dynamic_M or swap_ab:
         return 1
     fits = [group for group in _GROUPS if M % group == 0 and row_group in (0, group)]
     return fits[0] if fits else 1
 
 
-def _gemm_row_groups(M: int, N: int, K: int, dtype: str, block_M: int, block_N: int, block_K: int, threads: int,
-                     num_stages: int, lda: int, group: int, a_type: Any, b_type: Any):
-    """``C = A @ B^T`` for rows of ``C`` that start off 16-byte boundaries (an odd vocabulary: GPT-2's 50257).
-    Rows ``group`` apart lie ``2 group N`` bytes apart, so ``A`` and ``C`` are read and written through views
-    ``[M / group, group K]`` and ``[M / group, group N]`` whose row ``g`` holds rows ``group g ..`` side by side,
-    and a block computes the rows ``group g + q`` of one residue ``q`` (consecutive rows of the views), its
-    columns starting at that residue's first boundary of ``2 group`` bytes plus whole tiles: its staged tile is
-    one TMA store away, as a tile-multiple GEMM's is, where TileLang would store every element from a thread.
-    Each residue's columns before that boundary (block column 0 computes them) and its last, partial tile are
-    stored an element a thread."""
-    mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages)
+def loads_rows_in_groups(problem: Mapping[str, Any]) -> bool:
+    """Whether the gemm kernel at ``problem`` loads ``A``'s rows, which start off 16-byte boundaries, by TMA in
+    tiles of rows 8 or 16 apart (:func:`_gemm_row_groups`), so a caller need not copy them onto such boundaries."""
+    return not problem.get("trans_B") and _row_group(problem["M"], problem["N"], problem["K"], False,
+                                                     bool(problem.get("dynamic_M")), problem.get("lda", 0), 1, 0) > 1
+
+
+def _gemm_row_groups(M: int, N: int, K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int,
+                     threads: int, num_stages: int, lda: int, group: int, a_type: Any, b_type: Any):
+    """``C = A @ op(B)`` where the rows of ``C`` (an odd vocabulary: GPT-2's 50257; ``trans_B``) or of ``A`` (an odd
+    K; ``B`` as ``[K, N]``) start off 16-byte boundaries, where no tensor map addresses them one by one.
+    Rows ``group`` apart lie ``2 group`` row lengths of bytes apart, so ``A`` and ``C`` are read and written
+    through views ``[M / group, group K]`` and ``[M / group, group N]`` whose row ``g`` holds rows ``group g ..``
+    side by side, and a block computes the rows ``group g + q`` of one residue ``q`` (consecutive rows of the
+    views), the misaligned operand's columns starting at that residue's first boundary of ``2 group`` bytes:
+    ``C``'s plus whole tiles, so its staged tile is one TMA store away, as a tile-multiple GEMM's is, where TileLang
+    would store every element from a thread (each residue's columns before that boundary, which block column 0
+    computes, and its last, partial tile are stored an element a thread); ``A``'s less ``group`` columns, so the
+    K tiles start before the row (:func:`_gemm_mainloop`'s ``lead``)."""
     groups, a_row = M // group, lda or K
+    mainloop = _gemm_mainloop(K, dtype, trans_B, block_M, block_N, block_K, num_stages, lead=0 if trans_B else group)
+    extra = 1 if trans_B else 0  # the C case's block column 0: the columns before each residue's boundary
 
     @T.prim_func
     def gemm(A: a_type, B: b_type, C: T.Tensor((M, N), dtype)):
         A_g = T.decl_buffer((groups, group * a_row), dtype, data=A.data)
         C_g = T.decl_buffer((groups, group * N), dtype, data=C.data)
-        with T.Kernel(T.ceildiv(N, block_N) + 1, T.ceildiv(groups, block_M) * group, threads=threads) as (bx, by):
+        with T.Kernel(T.ceildiv(N, block_N) + extra, T.ceildiv(groups, block_M) * group, threads=threads) as (bx, by):
             C_l = T.alloc_fragment((block_M, block_N), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
             q, g0 = by % group, by // group * block_M
-            lead = (group - q * N % group) % group  # columns of row group * g + q before its first boundary
-            n0 = T.if_then_else(bx == 0, 0, lead + (bx - 1) * block_N)
-            mainloop(A_g, B, C_l, g0, n0, q * a_row)
+            if trans_B:
+                lead = (group - q * N % group) % group  # columns of row group * g + q before its first boundary
+                n0 = T.if_then_else(bx == 0, 0, lead + (bx - 1) * block_N)
+                mainloop(A_g, B, C_l, g0, n0, q * a_row)
+            else:
+                lead = (group - q * a_row % group) % group
+                n0 = bx * block_N
+                mainloop(A_g, B, C_l, g0, n0, q * a_row, lead - group)
             T.copy(C_l, C_s)
-            if bx > 0 and n0 + block_N <= N:
+            if (bx > 0 or not trans_B) and n0 + block_N <= N:
                 T.copy(C_s, C_g[g0, q * N + n0])
             else:
                 for i, j in T.Parallel(block_M, block_N):
-                    if g0 + i < groups and n0 + j < N and (bx > 0 or j < lead):
+                    if g0 + i < groups and n0 + j < N and (bx > 0 or not trans_B or j < lead):
                         C_g[g0 + i, q * N + n0 + j] = C_s[i, j]
 
     return gemm
@@ -344,9 +373,10 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if group in _GROUPS and _row_group(params["M"], params["N"], params["K"], bool(params.get("trans_B")),
                                        bool(params.get("dynamic_M")), params.get("lda", 0), params["block_K"],
                                        params.get("swap_ab", 0), group) != group:
-        raise TemplateError(f"gemm: 'row_group'={group} takes a tile's rows {group} apart, which needs C's rows off "
-                            f"16-byte boundaries, a static M that is a multiple of {group}, trans_B, no swap_ab, "
-                            f"and A's rows on 16-byte boundaries in whole K tiles (block_K dividing K)")
+        raise TemplateError(f"gemm: 'row_group'={group} takes a tile's rows {group} apart, which needs a static M "
+                            f"that is a multiple of {group}, no swap_ab, and either C's rows off 16-byte boundaries "
+                            f"with trans_B and A's rows on them in whole K tiles (block_K dividing K), or A's rows "
+                            f"off 16-byte boundaries with B as [K, N] and C's rows on them")
     if tile["block_M"] * tile["block_N"] > _MAX_TILE:
         raise TemplateError(f"gemm: parameters 'block_M' x 'block_N' = {tile['block_M']}x{tile['block_N']} hold more "
                             f"than {_MAX_TILE} fp32 accumulators (160 registers a thread over two warpgroups)")

@@ -105,9 +105,10 @@ def test_rows_tma_cannot_address_are_loaded_by_every_thread(K, tma):
     """TMA takes a tensor whose row strides are multiples of 16 bytes (fp16 A rows of 2000 and 2016 bytes, not 2008
     or 2002: what TileLang 0.1.15 lowers, checked here in the emitted CUDA): a load it cannot take is priced on the
     LSU, and no warp-specialized plan leaves it to a producer warp's 32 threads; the software pipeline's threads
-    copy it (cp.async where the rows are 8-byte aligned)."""
+    copy it (cp.async where the rows are 8-byte aligned). Consecutive rows pinned (``row_group`` 1): the kernel
+    would otherwise load them in groups of rows 16 apart (below)."""
     vdev = hw.get("h100")
-    result, problem, build = schedule_template("gemm", vdev, params={"M": 1024, "N": 1024, "K": K})
+    result, problem, build = schedule_template("gemm", vdev, params={"M": 1024, "N": 1024, "K": K, "row_group": 1})
     seu = {t.writes[0].buffer: t.seu for t in result.best.graph.stasks if t.op.value == "copy" and t.writes
            and t.writes[0].scope == "shared"}
     assert seu["A_s"] == (hw.SEUKind.TMA if tma else hw.SEUKind.LSU) and seu["B_s"] == hw.SEUKind.TMA
@@ -163,6 +164,49 @@ def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, g
     assert c_map and tuple(map(int, c_map.groups())) == (group * N, M // group, group * N * 2)
 
 
+@pytest.mark.parametrize("M, K, lda, group", [(4096, 4001, 0, 16), (1000, 1004, 0, 8), (512, 1001, 1003, 16),
+                                              (777, 1001, 0, 1)])
+def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K, lda, group):
+    """A [M, 4001] (rows of 8002 bytes) and B [K, N]: a tile takes rows 16 apart (8 at M = 1000), loaded through an
+    [M / g, g K] view of A whose rows TMA addresses, each residue's K tiles starting before its row on a 2g-byte
+    boundary (B's tile moves with them, its rows before 0 and past K TMA's zeros); the tiles' columns outside the
+    row (a neighbour's) are zeroed in shared memory, made visible to the wgmma by a proxy fence, on the steps that
+    hold them; the twin's trip count (ceil((K + g) / block_K)). M = 777 is no whole number of groups: the LSU."""
+    vdev = hw.get("h200")
+    params = {"M": M, "N": 512, "K": K, "block_K": 64, **({"lda": lda} if lda else {})}
+    result, _, build = schedule_template("gemm", vdev, params=params)
+    graph = result.best.graph
+    lowered = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs)
+    cuda, host = lowered.kernel_source, lowered.host_mod.script()
+    if group == 1:
+        assert "A_g" not in graph.buffers and "A_desc" not in cuda
+        return
+    row = lda or K
+    assert graph.buffers["A_g"].shape == (M // group, group * row) and graph.buffers["C_g"].shape == (M // group,
+                                                                                                      group * 512)
+    assert graph.loop.trip_count == -(-(K + group) // 64)
+    loads = {t.reads[0].buffer: t for t in graph.loop_stasks if t.op.value == "copy"}
+    assert loads["A_g"].seu == loads["B"].seu == hw.SEUKind.TMA and result.best.plan.style.value == "warp_specialized"
+    (mask,) = [t for t in graph.loop_stasks if t.op.value != "copy" and any(w.buffer == "A_s" for w in t.writes)]
+    assert 0 < float(mask.attrs["branch_share"]) < 1  # the first and last steps, counted over the grid
+    a_map = re.search(r'__tvm_tensormap_create_tiled", A_g_desc, \d+, 2, \w+, (\d+), (\d+), 2, (\d+),', host)
+    assert a_map and tuple(map(int, a_map.groups())) == (group * row, M // group, group * row * 2)
+    assert "tma_load(A_g_desc" in cuda and "tma_store(C_g_desc" in cuda and "fence_proxy_async" in cuda
+    assert "half_t(0x0p+0f" in cuda  # the neighbours' columns zeroed
+
+
+def test_a_caller_of_the_op_need_not_copy_rows_loaded_in_groups():
+    """``ops.gemm`` copies ``A`` onto 16-byte boundaries only where the kernel cannot load its rows in groups: B
+    given ``[N, K]`` (its rows are off too), M no whole number of 8, or a symbolic M."""
+    from pt_tvm.templates.gemm import loads_rows_in_groups
+
+    base = {"M": 4096, "N": 4096, "K": 4001, "dtype": "float16"}
+    assert loads_rows_in_groups(base) and loads_rows_in_groups({**base, "M": 1000, "K": 1004, "lda": 1008 + 3})
+    assert not loads_rows_in_groups({**base, "trans_B": True}) and not loads_rows_in_groups({**base, "M": 777})
+    assert not loads_rows_in_groups({**base, "dynamic_M": True}) and not loads_rows_in_groups({**base, "K": 4000})
+    assert not loads_rows_in_groups({**base, "N": 4001})  # C's rows off too
+
+
 def test_the_model_prices_row_groups_like_the_twin_and_element_stores_as_measured():
     """GPT-2's lm_head at one tile (128 x 256 x 64) on one H200 measured element stores 0.80 of its twin's TFLOP/s
     and rows 16 apart 0.99 (benchmarks/results/2026-11-28-h200-row-groups, row_groups-17b649c): the model prices
@@ -180,7 +224,7 @@ def test_the_model_prices_row_groups_like_the_twin_and_element_stores_as_measure
 
 @pytest.mark.parametrize("params, message", [
     ({"M": 1000, "row_group": 16}, "'row_group'=16 takes a tile's rows 16 apart, which needs .* a multiple of 16"),
-    ({"M": 2048, "N": 50304, "row_group": 8}, "'row_group'=8 .* needs C's rows off 16-byte boundaries"),
+    ({"M": 2048, "N": 50304, "row_group": 8}, "'row_group'=8 .* C's rows off 16-byte boundaries with trans_B"),
     ({"M": 2048, "row_group": 4}, "'row_group' must be 0 \\(chosen\\), 1 \\(consecutive rows\\) or one of"),
 ])
 def test_a_row_group_that_cannot_serve_is_refused(params, message):

@@ -64,6 +64,11 @@ RAGGED = [
     ("gemm", {"M": 1000, "N": 1000, "K": 520, "trans_B": True, "block_M": 256, "block_N": 160}),  # 160 a thread
     ("gemm", {"M": 777, "N": 1000, "K": 520, "trans_B": True, "swap_ab": 1, "block_M": 160, "block_N": 256}),
     ("gemm", {"M": 777, "N": 1000, "K": 1001, "lda": 1008}),  # A's rows 16 bytes apart: TMA, zero-filled past K
+    # A's rows start off 16-byte boundaries (B [K, N]): tiles of rows 16 (8) apart loaded by TMA through A viewed
+    # [M / g, g K], each residue's K tiles starting before its row, the neighbours' columns zeroed in shared memory
+    ("gemm", {"M": 1024, "N": 512, "K": 1001}),
+    ("gemm", {"M": 1000, "N": 520, "K": 1004, "dtype": "bfloat16"}),  # rows 8 apart, a partial last column tile
+    ("gemm", {"M": 512, "N": 1000, "K": 1001, "lda": 1003}),
     ("gemm", {"M": 300, "N": 520, "K": 1001, "trans_B": True, "lda": 1024, "ldb": 1008}),
     ("gemm_rowsum", {"M": 1000, "N": 700, "K": 520}),
     # SwiGLU swapped: the tokens on the N side, the gate's and the up projection's rows on the M side
@@ -111,6 +116,23 @@ RAGGED = [
 def test_ragged_shapes(gen, name, params):
     template, kernel, problem = _searched(name, params)
     _check(f"{name} {params}", template, kernel, template.make_inputs(problem, "cuda", gen), problem)
+
+
+def test_row_groups_read_no_neighbours_values(gen):
+    """A's rows of 1001 fp16 loaded in groups of rows 16 apart: a residue's first K tile starts in the row before
+    and its last ends in the row after; those columns are zeroed before the gemm, so an inf at the start of row 3
+    and at the end of row 10 reaches rows 3 and 10 of C only (B's rows there are TMA's zeros: inf x 0 would be
+    NaN in rows 2 and 11)."""
+    template, kernel, problem = _searched("gemm", {"M": 512, "N": 256, "K": 1001})
+    a, b = template.make_inputs(problem, "cuda", gen)
+    a[3, 0], a[10, -1] = float("inf"), float("-inf")
+    out = kernel(a, b).float()
+    ref = a.float() @ b.float()
+    rows = [r for r in range(512) if r not in (3, 10)]
+    assert not torch.isfinite(out[[3, 10]]).all() and torch.isfinite(out[rows]).all()
+    err = ((out[rows] - ref[rows]).norm() / ref[rows].norm()).item()
+    print(f"REL_ERR row groups beside inf rows {err:.3e}")
+    assert err < REL_TOL["float16"]
 
 
 def _packed(gen, lengths_q: list[int], lengths_k: list[int], problem: dict) -> tuple:
