@@ -11,7 +11,7 @@ export PT_TVM_GIT_COMMIT=$1
 source benchmarks/gpu-env.sh
 env_setup || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
-timeout 300 python -u -m benchmarks.experiments.unaligned_rows $OUT 2>&1 | grep -v " INFO \|:INFO\]" > $OUT/unaligned_rows.log
-OUT=$OUT bash benchmarks/gpu-tests.sh 16 200 tests/test_shapes_gpu.py tests/test_ops_gpu.py \
+timeout 270 python -u -m benchmarks.experiments.unaligned_rows $OUT 2>&1 | grep -v " INFO \|:INFO\]" > $OUT/unaligned_rows.log
+OUT=$OUT bash benchmarks/gpu-tests.sh 16 170 tests/test_shapes_gpu.py tests/test_ops_gpu.py \
   -k "gemm or row_groups or matmul or linear or rows_as_they_lie or transposed"
 tail -16 $OUT/unaligned_rows.log
