@@ -16,7 +16,7 @@ import torch
 
 from .base import FAST_MATH, Template, TemplateError, operand, priced, size
 
-__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE", "loads_rows_in_groups"]
+__all__ = ["GEMM", "GEMM_ROWSUM", "GEMM_SWIGLU", "GEMM_ROPE"]
 
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
@@ -133,13 +133,6 @@ def _row_group(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int,
         return 1
     fits = [group for group in _GROUPS if M % group == 0 and row_group in (0, group)]
     return fits[0] if fits else 1
-
-
-def loads_rows_in_groups(problem: Mapping[str, Any]) -> bool:
-    """Whether the gemm kernel at ``problem`` loads ``A``'s rows, which start off 16-byte boundaries, by TMA in
-    tiles of rows 8 or 16 apart (:func:`_gemm_row_groups`), so a caller need not copy them onto such boundaries."""
-    return not problem.get("trans_B") and _row_group(problem["M"], problem["N"], problem["K"], False,
-                                                     bool(problem.get("dynamic_M")), problem.get("lda", 0), 1, 0) > 1
 
 
 def _gemm_row_groups(M: int, N: int, K: int, dtype: str, trans_B: bool, block_M: int, block_N: int, block_K: int,

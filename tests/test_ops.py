@@ -3,7 +3,6 @@ and the per-shape dispatch (plan cache, search, compile once) with the compile s
 that runs the template's float32 reference, so the ops' plumbing and the SSD glue compute real results."""
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 
@@ -541,26 +540,6 @@ def test_gemm_operands_lie_as_rows_on_16_byte_boundaries_or_are_copied_to_them(d
     assert sorted((p.get("lda", 0), p.get("ldb", 0), p["trans_B"]) for p in problems) == [
         (80, 0, False), (128, 0, False), (128, 80, True)]
     assert calls.search == 3
-
-
-def test_rows_the_kernel_loads_in_groups_are_not_copied(dispatch, monkeypatch):
-    """At 96 rows (six groups of 16) and ``b [K, N]`` the gemm kernel loads ``a``'s 150-byte rows (K = 75) in tiles
-    of rows 16 apart as they lie (the template's row groups): the op copies none of them; at 100 rows, or through
-    ``linear`` (the weight's rows are off too), ``a`` is copied as before."""
-    gemm_ops = importlib.import_module("pt_tvm.ops.gemm")  # the module, not the op it exports
-    calls, store = dispatch
-    copied = []
-    real = gemm_ops._tma_rows
-    monkeypatch.setattr(gemm_ops, "_tma_rows", lambda t: copied.append(tuple(t.shape)) or real(t))
-    b = randn(75, 136, seed=1)
-    for m in (96, 100):
-        a = randn(m, 75)
-        assert rel_err(ops.matmul(a, b).float(), a.float() @ b.float()) < REL_TOL["float16"]
-    x = randn(96, 75)
-    assert rel_err(ops.linear(x, b.T.contiguous()).float(), x.float() @ b.float()) < REL_TOL["float16"]
-    assert copied == [(75, 136), (75, 136), (100, 75), (136, 75), (96, 75)]  # b, b, a at 100 rows, the weight, x
-    problems = sorted((p["M"], p.get("lda", 0), p["trans_B"]) for p in (dict(key[1]) for key in store._kernels))
-    assert problems == [(96, 0, False), (96, 80, True), (100, 80, False)]
 
 
 def test_transposed_weights_are_read_as_they_lie(dispatch):

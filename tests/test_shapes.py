@@ -195,18 +195,6 @@ def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K,
     assert "half_t(0x0p+0f" in cuda  # the neighbours' columns zeroed
 
 
-def test_a_caller_of_the_op_need_not_copy_rows_loaded_in_groups():
-    """``ops.gemm`` copies ``A`` onto 16-byte boundaries only where the kernel cannot load its rows in groups: B
-    given ``[N, K]`` (its rows are off too), M no whole number of 8, or a symbolic M."""
-    from pt_tvm.templates.gemm import loads_rows_in_groups
-
-    base = {"M": 4096, "N": 4096, "K": 4001, "dtype": "float16"}
-    assert loads_rows_in_groups(base) and loads_rows_in_groups({**base, "M": 1000, "K": 1004, "lda": 1008 + 3})
-    assert not loads_rows_in_groups({**base, "trans_B": True}) and not loads_rows_in_groups({**base, "M": 777})
-    assert not loads_rows_in_groups({**base, "dynamic_M": True}) and not loads_rows_in_groups({**base, "K": 4000})
-    assert not loads_rows_in_groups({**base, "N": 4001})  # C's rows off too
-
-
 def test_the_model_prices_row_groups_like_the_twin_and_element_stores_as_measured():
     """GPT-2's lm_head at one tile (128 x 256 x 64) on one H200 measured element stores 0.80 of its twin's TFLOP/s
     and rows 16 apart 0.99 (benchmarks/results/2026-11-28-h200-row-groups, row_groups-17b649c): the model prices

@@ -15,7 +15,6 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-from ..templates.gemm import loads_rows_in_groups
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
 from .kernels import launch, rows
@@ -71,17 +70,14 @@ def _as_columns(t: Tensor) -> bool:
     return t.dim() == 2 and not _lies_as_rows(t) and _lies_as_rows(t.T)
 
 
-def _row_stride(t: Tensor) -> int:
-    """A 2-D operand's row stride in elements where its rows lie apart, 0 where packed (the template's default)."""
-    rows, cols = t.shape
-    return t.stride(0) if rows > 1 and t.stride(0) != cols else 0
-
-
 def _tma_rows(t: Tensor) -> tuple[Tensor, int]:
     """``t [rows, cols]`` as the kernel reads it, and its row stride (0: packed): as it lies where TMA can address
     its rows (each row stride and the start on a 16-byte boundary), else copied once into rows at the next
     16-byte stride, which the kernel loads through TMA where it would load ``t`` as it lies an element at a
-    time (an fp16 ``K`` of 4001: 240 against 725 TFLOP/s, benchmarks/results/2026-11-28-h100-tma-rows)."""
+    time (an fp16 ``K`` of 4001: 240 against 725 TFLOP/s, benchmarks/results/2026-11-28-h100-tma-rows). The copy
+    and the kernel ran 0.85 of the twin's TFLOP/s at K = 4001 and 4004 on one H200, the kernel that loads such rows
+    of ``a`` as they lie, in tiles of rows 16 apart, 0.83 and 0.85 (benchmarks/results/2026-11-30-h200-a-row-groups):
+    the op keeps the copy."""
     rows, cols = t.shape
     size = t.element_size()
     stride = t.stride(0) if rows > 1 else cols
@@ -97,17 +93,14 @@ def _tma_rows(t: Tensor) -> tuple[Tensor, int]:
 def gemm(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
     """``a @ b`` (``a @ b.T`` with ``trans_b``) with float32 accumulation: ``a [M, K]``, ``b [K, N]``
     (``[N, K]`` with ``trans_b``), float16 or bfloat16, on one CUDA device; returns ``[M, N]``. Each operand is
-    contiguous or some columns of a wider tensor (read as it lies where its rows start on 16-byte boundaries, and
-    ``a`` where the kernel loads its rows in groups 8 or 16 apart, else copied once a call into rows that do:
-    :func:`_tma_rows`)."""
+    contiguous or some columns of a wider tensor (read as it lies where its rows start on 16-byte boundaries, else
+    copied once a call into rows that do: :func:`_tma_rows`)."""
     dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b), strided=True)
-    b, ldb = _tma_rows(b)
+    (a, lda), (b, ldb) = _tma_rows(a), _tma_rows(b)
+    strides = {key: stride for key, stride in (("lda", lda), ("ldb", ldb)) if stride}  # packed: the default
     problem = {**rows(dims["M"]), "N": dims["N"], "K": dims["K"], "dtype": str(a.dtype).removeprefix("torch."),
-               "trans_B": trans_b, **({"ldb": ldb} if ldb else {})}
-    lda = _row_stride(a)
-    if not (checks.start_bytes(a) % checks.ALIGN == 0 and loads_rows_in_groups({**problem, "lda": lda})):
-        a, lda = _tma_rows(a)
-    return launch(TEMPLATE, {**problem, **({"lda": lda} if lda else {})}, a, b)
+               "trans_B": trans_b, **strides}
+    return launch(TEMPLATE, problem, a, b)
 
 
 @gemm.register_fake

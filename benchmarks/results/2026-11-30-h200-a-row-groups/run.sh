@@ -6,7 +6,8 @@
 # the ops' matmul and linear GPU tests (the row-group kernels beside an inf in a neighbouring row among them).
 # One call on one H200 (nvidia-h200), carrying .gpu-bundle:
 #   bash benchmarks/results/2026-11-30-h200-a-row-groups/run.sh COMMIT
-# Ran 2026-11-30 at d6fbdc3 (rc 0; unaligned_rows.*, gpu-tests.txt: 30 passed).
+# Ran 2026-11-30 at d6fbdc3 (rc 0; unaligned_rows.*, gpu-tests.txt: 30 passed; ops.matmul then passed A as it lies
+# in row groups, reverted after this run: the op keeps its copy), and `stride` at 7130d54 (rc 0; row_groups*).
 set -u
 export PT_TVM_GIT_COMMIT=$1
 source benchmarks/gpu-env.sh
