@@ -265,7 +265,9 @@ def _suite(args: argparse.Namespace, vdev: Any, peak: float, workers: int, argv:
                        system_options={"tune_top_k": args.tune_top_k}, deadline=deadline,
                        on_config=lambda r: write_run(path, head, with_bandwidth(r, peak)))
     rows = with_bandwidth(rows, peak)
-    head["suite_s"] = round(time.perf_counter() - t0, 1)
+    head["suite_s"] = head["wall_s"] = round(time.perf_counter() - t0, 1)
+    measured = len({config_key(r) for r in rows})
+    head.update(configs=measured, **({"partial": True} if measured < len(chosen) else {}))  # --stop-after cut it
     write_run(path, head, rows)
     chart(rows, peak, os.path.join(args.out, "bandwidth.png"))
 

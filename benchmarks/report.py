@@ -327,6 +327,8 @@ def markdown(run: Mapping[str, Any], subject: str = SUBJECT) -> str:
         lines.append("- **partial**: the run was cut off; these are the configs it finished")
     if head.get("amended"):
         lines.append(f"- amended after the run: {head['amended']}")
+    if head.get("repeats_left_out"):
+        lines.append(f"- {head['repeats_left_out']} configs measured again by a later part keep the first part's rows")
     for part in head.get("parts", []):  # a merged run: each shard's own provenance
         cut = ", cut off before its end" if part.get("partial") else ""
         what = (f"rerun of {part['rerun']} configs at {part.get('git_commit')}" if part.get("rerun")

@@ -596,6 +596,9 @@ def test_a_queue_of_parts_resumes_where_a_run_stopped():
     rest = select(grid, part="6,7,9,10,11,13,14,15/16")
     assert len(rest) == 66 and select(grid, part="6,7,9,10,11,13,14,15/16", skip=[half]) == rest
     assert select(grid, part="1,2,3,5/16", skip=[half]) == [] and len(select(grid, skip=[half])) == 136 - 36
+    queue = os.path.join(RESULTS, "2026-11-30-h200-x2-decode-rest")
+    first = [os.path.join(queue, f"call1-gpu{g}", "decode.json.gz") for g in (0, 1)]  # the queue's first call
+    assert len(select(grid, part="6,7,9,10,11,13,14,15/16", skip=[half, *first])) == 66 - 22
     shares = [select(grid, part="6,7,9,10,11,13,14,15/16", skip=[half], share=f"{i}/2") for i in range(2)]
     assert sorted(shares[0] + shares[1], key=grid.index) == rest
     assert not {id(c) for c in shares[0]} & {id(c) for c in shares[1]}

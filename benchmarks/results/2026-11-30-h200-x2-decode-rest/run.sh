@@ -10,6 +10,11 @@
 #     --across-commits --out decode.json
 #   python -m benchmarks report decode.json --out-dir decode; python -m benchmarks.decode --chart decode.json --out .
 #   python -m benchmarks model-check decode.json --target h200 > model-check.md
+# Ran 2026-11-30 with COMMIT 849bd51: setup, peers, peers-b, then two queue calls (rc 0; the first stopped each share
+# at 11 of 33 configs, the second at 13). --skip matched none of the first call's rows at 849bd51 (it compared the
+# grid's problems with the rows' resolved ones; fixed in c133920), so the second call measured the first call's 22
+# configs again and 4 more: merged with --keep-first, the first call's rows kept; the 22 repeats put pt-tvm's ratio
+# over the best peer at 1.000x the first call's in geometric mean (0.971-1.036x). 96 of 136 configs in all.
 # Device calls back to back on one warm machine (a call carries at most 64 MiB):
 #   setup    carry .gpu-bundle            the TileLang bundle unpacked
 #   peers    carry .gpu-peers/a           flash-attn-4's first half stored
