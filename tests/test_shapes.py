@@ -132,8 +132,7 @@ def test_rows_at_a_16_byte_stride_are_loaded_by_tma(trans_B):
         t.seu == hw.SEUKind.TMA for t in graph.loop_stasks if t.op.value == "copy")
     assert result.best.plan.style.value == "warp_specialized"
     host = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs).host_mod.script()
-    a_map = re.search(r'__tvm_tensormap_create_tiled", A_desc, \d+, 2, A, (\d+), (\d+), 2, (\d+),', host)
-    assert a_map and tuple(map(int, a_map.groups())) == (K, 1024, 1008 * 2)
+    assert _tensor_map(host, "A_desc") == (K, 1024, 1008 * 2)
 
 
 @pytest.mark.parametrize("M, group", [(2048, 16), (1000, 8), (777, 1)])
@@ -143,13 +142,9 @@ def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, g
     addresses: the host builds the views' tensor maps, the staged tile is one TMA store, and B's tile (whose first
     row a residue shifts by less than 16) moves with bx alone. M = 777 is no whole number of groups: TileLang's
     element stores."""
-    vdev = hw.get("h200")
     N, K = 50257, 768
-    result, _, build = schedule_template("gemm", vdev, params={"M": M, "N": N, "K": K, "trans_B": True,
-                                                               "block_K": 64})
+    result, cuda, host = _gemm_on_h200({"M": M, "N": N, "K": K, "trans_B": True, "block_K": 64})
     graph = result.best.graph
-    lowered = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs)
-    cuda, host = lowered.kernel_source, lowered.host_mod.script()
     if group == 1:
         assert "C_g" not in graph.buffers and "tma_store" not in cuda
         return
@@ -160,8 +155,21 @@ def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, g
     assert a.seu == b.seu == hw.SEUKind.TMA and "tma_store(C_g_desc" in cuda
     (store,) = [t for t in graph.stasks if any(w.buffer == "C_g" for w in t.writes)]  # if whole: TMA, else elements
     assert store.seu == hw.SEUKind.TMA and store.attrs["branch_share"] == "unknown"  # priced as the TMA store
-    c_map = re.search(r'__tvm_tensormap_create_tiled", C_g_desc, \d+, 2, \w+, (\d+), (\d+), 2, (\d+),', host)
-    assert c_map and tuple(map(int, c_map.groups())) == (group * N, M // group, group * N * 2)
+    assert _tensor_map(host, "C_g_desc") == (group * N, M // group, group * N * 2)
+
+
+def _gemm_on_h200(params: dict) -> tuple:
+    """(the search's result, the emitted CUDA, the host module's script) of the gemm template at ``params``."""
+    vdev = hw.get("h200")
+    result, _, build = schedule_template("gemm", vdev, params=params)
+    lowered = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs)
+    return result, lowered.kernel_source, lowered.host_mod.script()
+
+
+def _tensor_map(host: str, desc: str) -> tuple[int, ...] | None:
+    """A 2-D tensor map's (columns, rows, row stride in bytes) as the host builds it."""
+    found = re.search(rf'__tvm_tensormap_create_tiled", {desc}, \d+, 2, \w+, (\d+), (\d+), 2, (\d+),', host)
+    return tuple(map(int, found.groups())) if found else None
 
 
 @pytest.mark.parametrize("M, K, lda, group", [(4096, 4001, 0, 16), (1000, 1004, 0, 8), (512, 1001, 1003, 16),
@@ -172,12 +180,8 @@ def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K,
     boundary (B's tile moves with them, its rows before 0 and past K TMA's zeros); the tiles' columns outside the
     row (a neighbour's) are zeroed in shared memory, made visible to the wgmma by a proxy fence, on the steps that
     hold them; the twin's trip count (ceil((K + g) / block_K)). M = 777 is no whole number of groups: the LSU."""
-    vdev = hw.get("h200")
-    params = {"M": M, "N": 512, "K": K, "block_K": 64, **({"lda": lda} if lda else {})}
-    result, _, build = schedule_template("gemm", vdev, params=params)
+    result, cuda, host = _gemm_on_h200({"M": M, "N": 512, "K": K, "block_K": 64, **({"lda": lda} if lda else {})})
     graph = result.best.graph
-    lowered = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs)
-    cuda, host = lowered.kernel_source, lowered.host_mod.script()
     if group == 1:
         assert "A_g" not in graph.buffers and "A_desc" not in cuda
         return
@@ -189,8 +193,7 @@ def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K,
     assert loads["A_g"].seu == loads["B"].seu == hw.SEUKind.TMA and result.best.plan.style.value == "warp_specialized"
     (mask,) = [t for t in graph.loop_stasks if t.op.value != "copy" and any(w.buffer == "A_s" for w in t.writes)]
     assert 0 < float(mask.attrs["branch_share"]) < 1  # the first and last steps, counted over the grid
-    a_map = re.search(r'__tvm_tensormap_create_tiled", A_g_desc, \d+, 2, \w+, (\d+), (\d+), 2, (\d+),', host)
-    assert a_map and tuple(map(int, a_map.groups())) == (group * row, M // group, group * row * 2)
+    assert _tensor_map(host, "A_g_desc") == (group * row, M // group, group * row * 2)
     assert "tma_load(A_g_desc" in cuda and "tma_store(C_g_desc" in cuda and "fence_proxy_async" in cuda
     assert "half_t(0x0p+0f" in cuda  # the neighbours' columns zeroed
 
