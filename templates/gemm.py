@@ -96,7 +96,7 @@ def build_gemm(
     ``C``'s rows start off 16-byte boundaries (:func:`_row_group`; 0 chooses, 1 keeps consecutive rows)."""
     rows = size("M", M, dynamic_M)
     a_type, b_type = _operand((rows, K), dtype, lda), _operand(_b_shape(N, K, trans_B), dtype, ldb)
-    group = _row_group(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab, row_group)
+    group = _row_group(M, N, K, trans_B, dynamic_M, lda, block_K, swap_ab, row_group, ldb)
     if group > 1:
         return _gemm_row_groups(M, N, K, dtype, trans_B, block_M, block_N, block_K, threads, num_stages, lda, group,
                                 a_type, b_type)
@@ -116,19 +116,20 @@ def build_gemm(
 
 
 def _row_group(M: int, N: int, K: int, trans_B: bool, dynamic_M: bool, lda: int, block_K: int, swap_ab: int,
-               row_group: int = 0) -> int:
+               row_group: int = 0, ldb: int = 0) -> int:
     """How many rows apart ``build_gemm``'s tiles take their rows (:func:`_gemm_row_groups`; 1: consecutive rows):
     ``row_group`` where pinned and it fits, else 16, else 8, where ``M`` is static and whole groups of that many,
     and either ``C``'s rows start off 16-byte boundaries (no tensor map addresses them one by one), ``B`` lies
     ``[N, K]`` (a tile's first column is a row of it, which TMA can start anywhere) and ``A``'s rows lie on
     16-byte boundaries in a whole number of K tiles (a last, partial tile of a row would read the next), or
     ``A``'s rows start off 16-byte boundaries, ``B`` lies ``[K, N]`` (its tile's first row moves with the
-    residue's columns) and ``C``'s rows on 16-byte boundaries."""
+    residue's columns, before row 0 on the first step: TMA's zeros) and ``B``'s and ``C``'s rows on 16-byte
+    boundaries."""
     a_off, c_off = (lda or K) * _BYTES % _ALIGN, N * _BYTES % _ALIGN
     if trans_B:
         serves = c_off and not a_off and K % block_K == 0
     else:
-        serves = a_off and not c_off
+        serves = a_off and not c_off and not (ldb or N) * _BYTES % _ALIGN
     if row_group == 1 or not serves or dynamic_M or swap_ab:
         return 1
     fits = [group for group in _GROUPS if M % group == 0 and row_group in (0, group)]
@@ -365,11 +366,11 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
                             f"{_GROUPS}, got {group!r}")
     if group in _GROUPS and _row_group(params["M"], params["N"], params["K"], bool(params.get("trans_B")),
                                        bool(params.get("dynamic_M")), params.get("lda", 0), params["block_K"],
-                                       params.get("swap_ab", 0), group) != group:
+                                       params.get("swap_ab", 0), group, params.get("ldb", 0)) != group:
         raise TemplateError(f"gemm: 'row_group'={group} takes a tile's rows {group} apart, which needs a static M "
                             f"that is a multiple of {group}, no swap_ab, and either C's rows off 16-byte boundaries "
                             f"with trans_B and A's rows on them in whole K tiles (block_K dividing K), or A's rows "
-                            f"off 16-byte boundaries with B as [K, N] and C's rows on them")
+                            f"off 16-byte boundaries with B as [K, N] and B's and C's rows on them")
     if tile["block_M"] * tile["block_N"] > _MAX_TILE:
         raise TemplateError(f"gemm: parameters 'block_M' x 'block_N' = {tile['block_M']}x{tile['block_N']} hold more "
                             f"than {_MAX_TILE} fp32 accumulators (160 registers a thread over two warpgroups)")

@@ -172,15 +172,18 @@ def _tensor_map(host: str, desc: str) -> tuple[int, ...] | None:
     return tuple(map(int, found.groups())) if found else None
 
 
-@pytest.mark.parametrize("M, K, lda, group", [(4096, 4001, 0, 16), (1000, 1004, 0, 8), (512, 1001, 1003, 16),
-                                              (777, 1001, 0, 1)])
-def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K, lda, group):
+@pytest.mark.parametrize("M, K, lda, ldb, group", [(4096, 4001, 0, 0, 16), (1000, 1004, 0, 0, 8),
+                                                   (512, 1001, 1003, 0, 16), (777, 1001, 0, 0, 1),
+                                                   (512, 1001, 0, 515, 1)])
+def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K, lda, ldb, group):
     """A [M, 4001] (rows of 8002 bytes) and B [K, N]: a tile takes rows 16 apart (8 at M = 1000), loaded through an
     [M / g, g K] view of A whose rows TMA addresses, each residue's K tiles starting before its row on a 2g-byte
     boundary (B's tile moves with them, its rows before 0 and past K TMA's zeros); the tiles' columns outside the
     row (a neighbour's) are zeroed in shared memory, made visible to the wgmma by a proxy fence, on the steps that
-    hold them; the twin's trip count (ceil((K + g) / block_K)). M = 777 is no whole number of groups: the LSU."""
-    result, cuda, host = _gemm_on_h200({"M": M, "N": 512, "K": K, "block_K": 64, **({"lda": lda} if lda else {})})
+    hold them; the twin's trip count (ceil((K + g) / block_K)). M = 777 is no whole number of groups, and B's rows
+    515 apart no TMA map (its first tile starts before row 0): consecutive rows on the LSU."""
+    strides = {key: value for key, value in (("lda", lda), ("ldb", ldb)) if value}
+    result, cuda, host = _gemm_on_h200({"M": M, "N": 512, "K": K, "block_K": 64, **strides})
     graph = result.best.graph
     if group == 1:
         assert "A_g" not in graph.buffers and "A_desc" not in cuda
