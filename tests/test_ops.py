@@ -542,6 +542,34 @@ def test_gemm_operands_lie_as_rows_on_16_byte_boundaries_or_are_copied_to_them(d
     assert calls.search == 3
 
 
+def test_empty_products_run_no_kernel(dispatch):
+    """No tokens, no keys or an empty K give what PyTorch gives (empty results; zeros where K is 0, a bias alone
+    through linear; zeros where a query sees no key, pt-tvm's rule for such queries) with no search and no
+    compile: a mixture of experts' idle expert, an empty serving step."""
+    calls, _ = dispatch
+    F16z = dict(dtype=F16)
+    w = randn(128, 64, seed=1)
+    assert ops.matmul(torch.zeros(0, 64, **F16z), w.T).shape == (0, 128)
+    assert torch.equal(ops.matmul(torch.zeros(8, 0, **F16z), torch.zeros(0, 128, **F16z)), torch.zeros(8, 128, **F16z))
+    assert ops.linear(torch.zeros(2, 0, 64, **F16z), w).shape == (2, 0, 128)
+    bias = randn(128, seed=2)
+    assert torch.equal(ops.linear(torch.zeros(3, 0, **F16z), torch.zeros(128, 0, **F16z), bias), bias.expand(3, 128))
+    assert ops.swiglu(torch.zeros(0, 64, **F16z), randn(256, 64, seed=3)).shape == (0, 128)
+    qkv = ops.qkv_rope(torch.zeros(2, 0, 256, **F16z), randn(6 * 64, 256), torch.zeros(0, 64, **F16z),
+                       torch.zeros(0, 64, **F16z), 1)
+    assert qkv.shape == (2, 0, 6, 64) and ops.attention_qkv(qkv, 1).shape == (2, 0, 4, 64)
+    q, kv = randn(2, 16, 8, 64), randn(2, 16, 2, 64, seed=4)
+    assert ops.attention(q[:, :0], kv, kv).shape == (2, 0, 8, 64)
+    assert torch.equal(ops.attention(q, kv[:, :0], kv[:, :0]), torch.zeros_like(q))
+    cu_q, cu_k = torch.zeros(3, dtype=torch.int32), torch.tensor([0, 8, 16], dtype=torch.int32)
+    assert ops.attention(q[0, :0], kv[0], kv[0], cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=1,
+                         max_seqlen_k=8).shape == (0, 8, 64)
+    cache = randn(0, 1024, 8, 128)
+    assert ops.decode_attention(randn(0, 1, 32, 128), cache, cache, torch.zeros(0, dtype=torch.int32)).shape == (
+        0, 1, 32, 128)
+    assert (calls.search, calls.compile) == (0, 0)
+
+
 def test_transposed_weights_are_read_as_they_lie(dispatch):
     """``matmul(a, w.T)`` for a ``w [N, K]`` lying as rows runs the ``trans_B`` kernel on ``w``, and ``linear(x,
     w.T)`` for a weight kept ``[in, out]`` the plain kernel on ``w``: no copy, no ``ldb``. Every result checked."""

@@ -121,12 +121,15 @@ def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, softmax_sca
     of 16 bytes; a kernel per layout); or packed ``[total, heads, head_dim]`` (contiguous or views) with int32
     ``cu_seqlens_q``/``cu_seqlens_k [batch + 1]`` and ``max_seqlen_q``/``max_seqlen_k`` at least the longest
     sequence's lengths (as ``flash_attn_varlen_func``: not checked against ``cu_seqlens``, which would read them
-    back from the GPU). Any lengths; a query that sees no key (causal, more queries than keys) gives zeros.
+    back from the GPU). Any lengths, 0 included (no kernel runs); a query that sees no key (causal, more queries
+    than keys, no keys) gives zeros.
     Returns ``q``'s shape, contiguous. With ``Config.dynamic_tokens``, ``[batch, seqlen, ...]`` inputs whose batch
     and sequence dims view as one run as a packed batch of equal lengths on the varlen kernel of their lengths'
     buckets.
     """
     views = _check(q, k, v, softmax_scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+    if not q.numel() or not k.shape[-3]:  # no query, or no key to see (zeros, as a query that sees none)
+        return q.new_zeros(q.shape)
     if cu_seqlens_q is None and current().config.dynamic_tokens and all(map(_tokens_merge, (q, k, v))):
         return _packed(q, k, v, causal, softmax_scale).view(q.shape)
     template, problem = _problem(q, k, causal, softmax_scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
@@ -192,6 +195,8 @@ def attention_qkv(qkv: Tensor, kv_heads: int, causal: bool = False, softmax_scal
     device. Returns ``[batch, seqlen, heads, head_dim]``."""
     heads = _check_qkv(qkv, kv_heads, softmax_scale)
     b, s, _, dim = qkv.shape
+    if not (b and s):
+        return qkv.new_zeros((b, s, heads, dim))
     problem = {"batch": b, "heads": heads, "kv_heads": kv_heads, "seq_len": s, "dim": dim, "causal": causal,
                "softmax_scale": _scale(softmax_scale, dim), "dtype": str(qkv.dtype).removeprefix("torch.")}
     return launch(QKV_TEMPLATE, problem, qkv)

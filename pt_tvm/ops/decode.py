@@ -20,6 +20,9 @@ def decode_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens:
     sequence's first ``cache_seqlens[b]`` (int32 ``[batch]``) cached keys; query ``i`` sees keys up to
     ``cache_seqlens[b] - q_len + i``. ``max_seqlen`` (the longest length) picks the plan's bucket without
     reading ``cache_seqlens`` from the device. Returns ``q``'s shape."""
+    if not q.shape[0]:  # an empty batch (a serving step with no sequence): no kernel
+        decode.check_shapes(q, k_cache, v_cache, cache_seqlens, block_table)
+        return torch.empty_like(q)
     return decode.decode_attention(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale,
                                    max_seqlen=max_seqlen)
 

@@ -96,6 +96,8 @@ def gemm(a: Tensor, b: Tensor, trans_b: bool = False) -> Tensor:
     contiguous or some columns of a wider tensor (read as it lies where its rows start on 16-byte boundaries, else
     copied once a call into rows that do: :func:`_tma_rows`)."""
     dims = _check_gemm("pt_tvm.ops.gemm", a, b, _b_dims(trans_b), strided=True)
+    if not (dims["M"] and dims["N"] and dims["K"]):  # an empty product (an expert no token chose): no kernel
+        return a.new_zeros((dims["M"], dims["N"]))
     (a, lda), (b, ldb) = _tma_rows(a), _tma_rows(b)
     strides = {key: stride for key, stride in (("lda", lda), ("ldb", ldb)) if stride}  # packed: the default
     problem = {**rows(dims["M"]), "N": dims["N"], "K": dims["K"], "dtype": str(a.dtype).removeprefix("torch."),
@@ -188,6 +190,8 @@ def gemm_swiglu(a: Tensor, weight: Tensor) -> Tensor:
     """``silu(a @ weight[:N].T) * (a @ weight[N:].T)`` with float32 accumulation: ``a [M, K]``, ``weight [2N, K]``
     (the gate rows, then the up rows), float16 or bfloat16, contiguous, on one CUDA device; returns ``[M, N]``."""
     M, N, K = _check_swiglu("pt_tvm.ops.gemm_swiglu", a, weight)
+    if not (M and N and K):  # silu(0) * 0 where K is 0
+        return a.new_zeros((M, N))
     problem = {**rows(M), "N": N, "K": K, "dtype": str(a.dtype).removeprefix("torch.")}
     return launch(SWIGLU_TEMPLATE, problem, a, weight)
 
@@ -250,6 +254,8 @@ def qkv_rope(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int)
     kv_heads) head_dim, hidden]`` (query rows, then key rows, then value rows), ``cos``/``sin [seqlen, head_dim]``
     in ``x``'s dtype (float16 or bfloat16), contiguous, one CUDA device."""
     problem = _check_rope(x, weight, cos, sin, kv_heads)
+    if not (problem["M"] and problem["K"]):  # no tokens, or rotations of zeros
+        return x.new_zeros((*x.shape[:2], problem["heads"] + 2 * kv_heads, problem["head_dim"]))
     out = launch(ROPE_TEMPLATE, problem, x.view(problem["M"], problem["K"]), weight, cos, sin)
     return out.view(*x.shape[:2], -1, problem["head_dim"])
 
