@@ -544,8 +544,9 @@ def test_gemm_operands_lie_as_rows_on_16_byte_boundaries_or_are_copied_to_them(d
 
 def test_empty_products_run_no_kernel(dispatch):
     """No tokens, no keys or an empty K give what PyTorch gives (empty results; zeros where K is 0, a bias alone
-    through linear; zeros where a query sees no key, pt-tvm's rule for such queries) with no search and no
-    compile: a mixture of experts' idle expert, an empty serving step."""
+    through linear; zeros where a query sees no key, pt-tvm's rule for such queries; an SSD over no positions
+    ends in the state it started from) with no search and no compile: a mixture of experts' idle expert, an empty
+    serving step."""
     calls, _ = dispatch
     F16z = dict(dtype=F16)
     w = randn(128, 64, seed=1)
@@ -567,6 +568,11 @@ def test_empty_products_run_no_kernel(dispatch):
     cache = randn(0, 1024, 8, 128)
     assert ops.decode_attention(randn(0, 1, 32, 128), cache, cache, torch.zeros(0, dtype=torch.int32)).shape == (
         0, 1, 32, 128)
+    x, dt, A, B, C = _ssd_inputs(s=0)
+    state = randn(2, 4, 64, 128, dtype=F32, seed=5)
+    out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 64, initial_states=state, return_final_states=True)
+    assert out.shape == x.shape and torch.equal(final, state) and final.data_ptr() != state.data_ptr()
+    assert torch.equal(ops.ssd_chunk_scan(x, dt, A, B, C, 64, return_final_states=True)[1], torch.zeros_like(state))
     assert (calls.search, calls.compile) == (0, 0)
 
 

@@ -297,6 +297,11 @@ def _ssd_chunk_scan(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chun
                     initial_states: Optional[Tensor] = None, dt_softplus: bool = False, dt_min: float = 0.0,
                     dt_max: Optional[float] = None) -> tuple[Tensor, Tensor]:
     _check_ssd(x, dt, A, B, C, chunk_size, D, z, dt_bias, initial_states, dt_min, dt_max)
+    if not x.shape[1]:  # no positions: no kernel, the state as it came in
+        batch, _, heads, headdim = x.shape
+        final = (initial_states.to(torch.float32, copy=True) if initial_states is not None
+                 else x.new_zeros((batch, heads, headdim, B.shape[-1]), dtype=torch.float32))
+        return torch.empty_like(x), final
     glue = _glue(x)
     dt, dA_cumsum = glue(_chunk_cumsum)(dt, A, chunk_size, dt_bias, dt_softplus, dt_min, dt_max)
     states = chunk_state(B, x, dt, dA_cumsum)
