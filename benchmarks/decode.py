@@ -44,7 +44,7 @@ from .report import config_key, save_chart
 from .runfile import load_run
 from .suite import SETTLE_MS, Config, header, run_configs, write_run
 
-__all__ = ["configs", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "main"]
+__all__ = ["configs", "PEERS", "hbm_copy_tbps", "with_bandwidth", "split_sweep", "select", "main"]
 
 _BATCHES = (1, 8, 32, 128)
 _KV_LENS = (1024, 4096, 16384, 65536, 131072)
@@ -300,9 +300,9 @@ def _parts(text: str) -> tuple[set[int], int]:
         first, n = text.split("/")
         parts, n = {int(x) for x in first.split(",")}, int(n)
     except ValueError:
-        raise SystemExit(f"--part: expected I/N or I,J/N (e.g. 0/3), got {text!r}") from None
+        raise SystemExit(f"expected I/N or I,J/N (e.g. 0/3), got {text!r}") from None
     if not all(0 <= i < n for i in parts):
-        raise SystemExit(f"--part: I must be in [0, N), got {text!r}")
+        raise SystemExit(f"I must be in [0, N), got {text!r}")
     return parts, n
 
 
