@@ -90,7 +90,10 @@ def build_decode_attention(
     capacity_blocks = T.ceildiv(capacity, block_N) if dynamic else math.ceil(kv_len / block_N)
     max_per_split = T.ceildiv(capacity_blocks, num_splits) if dynamic else math.ceil(capacity_blocks / num_splits)
     spans_pages = paged and page_size < block_N  # a key block reads several pages
-    chunk = min(dim, 128 * 8 // torch.finfo(getattr(torch, dtype)).bits)  # elements of a 128-byte row chunk
+    # a page's rows go by column chunks of the shared tile's swizzle width: 128 bytes, or 64 or 32 where the row
+    # is no multiple of 128 bytes (a head dim of 96, 80), as TileLang swizzles such tiles
+    elem_bytes = torch.finfo(getattr(torch, dtype)).bits // 8
+    chunk = next(w for w in (128, 64, 32) if dim * elem_bytes % w == 0) // elem_bytes
     page_chunks = tuple(itertools.product(range(block_N // page_size), range(dim // chunk))) if spans_pages else ()
     q_shape = (batch, q_len, heads, dim)
     kv_shape = (num_pages, page_size, kv_heads, dim) if paged else (batch, capacity, kv_heads, dim)

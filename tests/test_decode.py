@@ -446,6 +446,8 @@ WS, SW = Style.WARP_SPECIALIZED, Style.SOFTWARE_PIPELINE
      {"num_splits": 2}, WS),
     ({"batch": 2, "kv_len": 4096, "dim": 96, "ragged": True}, {"num_splits": 4}, SW),  # Phi-3's head dim
     ({"batch": 3, "kv_len": 2048, "dim": 80, "page_size": 16, "q_len": 2, "ragged": True}, {"num_splits": 2}, WS),
+    ({"batch": 3, "kv_len": 2048, "dim": 80, "page_size": 16, "q_len": 2, "ragged": True}, {"num_splits": 2}, SW),
+    ({"batch": 2, "kv_len": 2048, "dim": 96, "page_size": 32, "ragged": True}, {"num_splits": 4}, WS),
 ])
 def test_decode_kernel_matches_the_reference(params, tile, style):
     _run_checked(params, tile, style)
@@ -533,12 +535,18 @@ def test_split_template_compiles_to_split_and_combine_kernels():
     assert "cudaGridDependencySynchronize" in kernel.combine.get_kernel_source()  # Hopper: a dependent launch
 
 
-@pytest.mark.parametrize("params", [{"dim": 96}, {"dim": 80, "page_size": 16, "q_len": 4}])
-def test_head_dims_off_64_128_and_256_lower_and_compile(params, tmp_path):
-    """Phi-3's 96 and Phi-2's 80: the search's pick lowers and nvcc builds it with no register spill."""
+@pytest.mark.parametrize("params,style", [({"dim": 96}, WS), ({"dim": 80, "page_size": 16, "q_len": 4}, WS),
+                                          ({"dim": 80, "page_size": 16, "q_len": 4}, SW)])
+def test_head_dims_off_64_128_and_256_lower_and_compile(params, style, tmp_path):
+    """Phi-3's 96 and Phi-2's 80: each style's best plan lowers and nvcc builds it with no register spill. Paged, a
+    page's rows go by the swizzle width's column chunks: 32 bytes at 80 (TMA refused a box the tile's 16-column
+    swizzle cuts, and a 64-column chunk left columns 64-79 unread)."""
     result, problem, build = schedule_template("decode_attention", H100, params={"batch": 2, "kv_len": 4096,
                                                                                  **params})
-    src = lower_planned(build(), H100.tvm_target(), T.pass_configs).kernel_source
+    best = next(c for c in result.ranked if c.plan.style == style)
+    src = lower_planned(build(best), H100.tvm_target(), T.pass_configs).kernel_source
+    if style == WS and params.get("page_size"):  # K and V: a box per page and 16-column chunk of a 64-key block
+        assert src.count("tma_load") == 2 * (best.plan.tile["block_N"] // 16) * (80 // 16)
     compiles_without_spills(src, tmp_path, f"decode_d{params['dim']}")
 
 
