@@ -44,13 +44,17 @@ from .stream_k import Split, runs_unskewed
 from .verify import gemm_warpgroups, loop_order_holds, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
-           "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants", "base_plans",
+           "producer_nreg", "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants",
+           "base_plans",
            "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
            "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "row_split_variant",
            "carried_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
+# beside a lone consumer warpgroup (240 a thread) the file has room to spare: the producer keeps more, where a paged
+# KV block of 80-wide heads (40 TMA boxes a block, each a page lookup) spilled 40 bytes at 24 (2026-11-30)
+LONE_CONSUMER_PRODUCER_NREG = 56
 
 
 @dataclass(frozen=True)
@@ -99,10 +103,15 @@ def is_load(t: STask, graph: STaskGraph) -> bool:
             and t.reads[0].scope == "global" and t.writes[0].scope == "shared")
 
 
+def producer_nreg(consumer_wgs: int) -> int:
+    """The producer warpgroup's setmaxnreg budget: the least TMA issue needs, more beside one consumer warpgroup."""
+    return LONE_CONSUMER_PRODUCER_NREG if consumer_wgs == 1 else PRODUCER_NREG
+
+
 def consumer_nreg(vdev: VDevice, consumer_wgs: int) -> int:
     """The largest setmaxnreg budget the consumers can take after the producer warpgroup's share."""
     eu = vdev.eu
-    free = eu.regs_per_eu - eu.warpgroup_threads * PRODUCER_NREG
+    free = eu.regs_per_eu - eu.warpgroup_threads * producer_nreg(consumer_wgs)
     per = free // (eu.warpgroup_threads * consumer_wgs)
     per -= per % eu.reg_alloc_granularity
     return min(per, 240)
@@ -227,7 +236,7 @@ def warp_specialized(graph: STaskGraph, vdev: VDevice, *, consumer_wgs: int, dep
     order = order_role(graph, consumers, stage, versions, priority)
     if order is None:
         return None
-    roles = (Role(PRODUCER, 0, 1, PRODUCER_NREG),
+    roles = (Role(PRODUCER, 0, 1, producer_nreg(consumer_wgs)),
              Role(CONSUMER, wg, wg + wg * consumer_wgs, consumer_nreg(vdev, consumer_wgs)))
 
     def app(t: STask) -> Append:

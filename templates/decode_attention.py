@@ -45,7 +45,7 @@ __all__ = ["DECODE_ATTENTION", "DecodeTemplate", "SplitKV", "FusedSplitKV", "bui
            "query_rows", "block_rows", "kv_bytes"]
 
 _DTYPES = ("float16", "bfloat16")
-_DIMS = (64, 128, 256)
+_DIM_STEP, _MAX_DIM = 16, 256  # a head dim the QK^T gemm's K steps (16) divide, as the attention templates
 MAX_Q_LEN = 16
 _ROW_TILE = 64  # a warpgroup's wgmma covers 64 rows: the packed query rows are padded to a multiple of it
 
@@ -90,7 +90,10 @@ def build_decode_attention(
     capacity_blocks = T.ceildiv(capacity, block_N) if dynamic else math.ceil(kv_len / block_N)
     max_per_split = T.ceildiv(capacity_blocks, num_splits) if dynamic else math.ceil(capacity_blocks / num_splits)
     spans_pages = paged and page_size < block_N  # a key block reads several pages
-    chunk = min(dim, 128 * 8 // torch.finfo(getattr(torch, dtype)).bits)  # elements of a 128-byte row chunk
+    # a page's rows go by column chunks of the shared tile's swizzle width: 128 bytes, or 64 or 32 where the row
+    # is no multiple of 128 bytes (a head dim of 96, 80), as TileLang swizzles such tiles
+    elem_bytes = torch.finfo(getattr(torch, dtype)).bits // 8
+    chunk = next(w for w in (128, 64, 32) if dim * elem_bytes % w == 0) // elem_bytes
     page_chunks = tuple(itertools.product(range(block_N // page_size), range(dim // chunk))) if spans_pages else ()
     q_shape = (batch, q_len, heads, dim)
     kv_shape = (num_pages, page_size, kv_heads, dim) if paged else (batch, capacity, kv_heads, dim)
@@ -383,8 +386,9 @@ def _check_problem(problem: Mapping[str, Any]) -> None:
         _check_positive(key, problem[key])
     if problem["q_len"] > MAX_Q_LEN:
         raise _fail("q_len", f"must be at most {MAX_Q_LEN} (a decoding step's new tokens), got {problem['q_len']}")
-    if problem["dim"] not in _DIMS:
-        raise _fail("dim", f"must be one of {_DIMS}, got {problem['dim']!r}")
+    dim = problem["dim"]
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim % _DIM_STEP or not 0 < dim <= _MAX_DIM:
+        raise _fail("dim", f"must be a multiple of {_DIM_STEP} up to {_MAX_DIM}, got {dim!r}")
     if problem["dtype"] not in _DTYPES:
         raise _fail("dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
     if problem["heads"] % problem["kv_heads"]:

@@ -46,7 +46,7 @@ from .online_softmax import (
 __all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_QKV", "FLASH_ATTENTION_VARLEN", "lengths", "visible_pairs"]
 
 _DTYPES = ("float16", "bfloat16")
-_DIMS = (64, 128, 256)
+_DIM_STEP, _MAX_DIM = 16, 256  # a head dim the QK^T gemm's K steps (16) divide, up to FlashAttention's 256
 _PANEL = 64  # columns of one 128-byte swizzle panel of a 16-bit shared tile: a packed block's TMA box per head
 
 
@@ -335,8 +335,9 @@ def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, 
     """Head dim, dtype, flags, GQA ratio, scale, and the tile's warps against its query rows."""
     for key in ("batch", "heads", "kv_heads"):
         _check_int(template, key, problem[key])
-    if problem["dim"] not in _DIMS:
-        raise _fail(template, "dim", f"must be one of {_DIMS}, got {problem['dim']!r}")
+    dim = problem["dim"]
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim % _DIM_STEP or not 0 < dim <= _MAX_DIM:
+        raise _fail(template, "dim", f"must be a multiple of {_DIM_STEP} up to {_MAX_DIM}, got {dim!r}")
     if problem["dtype"] not in _DTYPES:
         raise _fail(template, "dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
     if not isinstance(problem["causal"], bool):
@@ -366,8 +367,9 @@ def _check_head_tile(template: str, problem: Mapping[str, Any], tile: Mapping[st
 
 def _check_pack(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """``pack_gqa`` (0 or 1) packs a key/value head's query heads into one block, ``block_M // groups`` queries
-    of each: only with GQA/MQA, and only in slices of 8 or more rows (a 128-byte swizzle's period, so each head's
-    slice of the tile stays a whole TMA box)."""
+    of each: only with GQA/MQA, only in slices of 8 or more rows (a 128-byte swizzle's period, so each head's
+    slice of the tile stays a whole TMA box), and only at head dims of whole 128-byte panels (TileLang 0.1.15
+    will not TMA a narrower panel's slice: "plain SMEM layout is not a bijection")."""
     pack = tile.get("pack_gqa", 0)
     if pack not in (0, 1):
         raise _fail(template, "pack_gqa", f"must be 0 or 1, got {pack!r}")
@@ -375,6 +377,9 @@ def _check_pack(template: str, problem: Mapping[str, Any], tile: Mapping[str, An
     if pack and groups == 1:
         raise _fail(template, "pack_gqa", f"=1 needs fewer key/value heads than query heads (heads={problem['heads']}, "
                                           f"kv_heads={problem['kv_heads']})")
+    if pack and problem["dim"] % _PANEL:
+        raise _fail(template, "pack_gqa", f"=1 needs a head dim of whole {_PANEL}-column panels, got "
+                                          f"dim={problem['dim']}")
     if pack and (tile["block_M"] % groups or tile["block_M"] // groups % 8):
         raise _fail(template, "pack_gqa", f"=1 needs block_M={tile['block_M']} to hold the {groups} query heads of a "
                                           "key/value head in slices of a multiple of 8 rows")

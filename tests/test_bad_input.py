@@ -237,7 +237,7 @@ def test_unknown_template() -> None:
     ("gemm", {"M": 1.5}, "'M' must be a positive int"),
     ("gemm", {"dtype": "int4"}, "'dtype' must be one of"),
     ("gemm", {"M": 0}, "'M' must be a positive int, got 0"),
-    ("flash_attention", {"dim": 96}, "'dim' must be one of"),
+    ("flash_attention", {"dim": 100}, "'dim' must be a multiple of 16 up to 256, got 100"),
 ])
 def test_bad_template_parameter(name: str, overrides: dict, match: str) -> None:
     _raises(TemplateError, match, templates.get(name).build, **overrides)

@@ -151,7 +151,7 @@ def test_graph_help(capsys) -> None:
     pytest.param(["graph", "gemm", "--param", "=512"], ["--param expects KEY=VALUE"], id="empty-key"),
     pytest.param(["graph", "gemm", "--param", "M=0"], ["'M' must be a positive int, got 0"],
                  id="invalid-param"),
-    pytest.param(["graph", "flash_attention", "--param", "dim=96"], ["'dim' must be one of"], id="bad-dim"),
+    pytest.param(["graph", "flash_attention", "--param", "dim=40"], ["'dim' must be a multiple of 16"], id="bad-dim"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv: list[str], needles: list[str]) -> None:
     rc, out, err = run([*argv, "--out", str(tmp_path / "x")], capsys)

@@ -304,7 +304,7 @@ def test_fused_callable_keeps_one_zeroed_semaphore_per_device():
     ({"q_len": 17}, "q_len.*at most 16"),
     ({"heads": 30, "kv_heads": 8}, "kv_heads.*must divide heads"),
     ({"q_len": 16, "heads": 64, "kv_heads": 4}, "256 query rows per KV head"),
-    ({"dim": 96}, "dim.*must be one of"),
+    ({"dim": 40}, "dim.*must be a multiple of 16 up to 256, got 40"),
     ({"kv_len": 512, "block_N": 128, "num_splits": 8}, "num_splits.*exceeds the 4 key blocks"),
     ({"num_pages": 64}, "num_pages.*needs a paged cache"),
     ({"softmax_scale": -1.0}, "softmax_scale"),
@@ -444,6 +444,10 @@ WS, SW = Style.WARP_SPECIALIZED, Style.SOFTWARE_PIPELINE
     ({"batch": 1, "kv_len": 65536, "heads": 8, "kv_heads": 8, "dim": 256}, {"num_splits": 16, "block_N": 64}, WS),
     ({"batch": 2, "kv_len": 1024, "dim": 64, "heads": 32, "kv_heads": 32, "q_len": 16, "ragged": True},
      {"num_splits": 2}, WS),
+    ({"batch": 2, "kv_len": 4096, "dim": 96, "ragged": True}, {"num_splits": 4}, SW),  # Phi-3's head dim
+    ({"batch": 3, "kv_len": 2048, "dim": 80, "page_size": 16, "q_len": 2, "ragged": True}, {"num_splits": 2}, WS),
+    ({"batch": 3, "kv_len": 2048, "dim": 80, "page_size": 16, "q_len": 2, "ragged": True}, {"num_splits": 2}, SW),
+    ({"batch": 2, "kv_len": 2048, "dim": 96, "page_size": 32, "ragged": True}, {"num_splits": 4}, WS),
 ])
 def test_decode_kernel_matches_the_reference(params, tile, style):
     _run_checked(params, tile, style)
@@ -529,6 +533,21 @@ def test_split_template_compiles_to_split_and_combine_kernels():
     assert "decode_attention_kernel" in kernel.get_kernel_source()
     assert "decode_combine_kernel" in kernel.get_kernel_source()
     assert "cudaGridDependencySynchronize" in kernel.combine.get_kernel_source()  # Hopper: a dependent launch
+
+
+@pytest.mark.parametrize("params,style", [({"dim": 96}, WS), ({"dim": 80, "page_size": 16, "q_len": 4}, WS),
+                                          ({"dim": 80, "page_size": 16, "q_len": 4}, SW)])
+def test_head_dims_off_64_128_and_256_lower_and_compile(params, style, tmp_path):
+    """Phi-3's 96 and Phi-2's 80: each style's best plan lowers and nvcc builds it with no register spill. Paged, a
+    page's rows go by the swizzle width's column chunks: 32 bytes at 80 (TMA refused a box the tile's 16-column
+    swizzle cuts, and a 64-column chunk left columns 64-79 unread)."""
+    result, problem, build = schedule_template("decode_attention", H100, params={"batch": 2, "kv_len": 4096,
+                                                                                 **params})
+    best = next(c for c in result.ranked if c.plan.style == style)
+    src = lower_planned(build(best), H100.tvm_target(), T.pass_configs).kernel_source
+    if style == WS and params.get("page_size"):  # K and V: a box per page and 16-column chunk of a 64-key block
+        assert src.count("tma_load") == 2 * (best.plan.tile["block_N"] // 16) * (80 // 16)
+    compiles_without_spills(src, tmp_path, f"decode_d{params['dim']}")
 
 
 # ---------------------------------------------------------------- the decode suite

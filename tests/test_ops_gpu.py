@@ -76,8 +76,10 @@ def attention_reference(q, k, v, causal=False, scale=None):
     (2, 512, 512, 8, 8, 64, False, F16, 0.3),  # another scale
     (2, 300, 100, 8, 1, 64, True, F16, None),  # more queries than keys: the first 200 see none and give zeros
     (3, 777, 2500, 8, 8, 128, False, BF16, None),  # ragged KV cache
+    (2, 700, 700, 32, 32, 80, True, F16, None),  # Phi-2's head dim
+    (1, 300, 1000, 32, 8, 96, True, BF16, None),  # Phi-3's head dim, a KV cache
 ], ids=["d128", "d64-causal-gqa-bf16", "d128-causal-mqa", "d256-bf16", "ragged", "kv-cache", "scale",
-        "more-queries", "ragged-kv"])
+        "more-queries", "ragged-kv", "d80", "d96-kv-cache"])
 def test_attention(gen, batch, seqlen_q, seqlen_k, heads, kv_heads, dim, causal, dtype, scale):
     q = randn(gen, batch, seqlen_q, heads, dim, dtype=dtype)
     k, v = (randn(gen, batch, seqlen_k, kv_heads, dim, dtype=dtype) for _ in range(2))

@@ -143,7 +143,7 @@ def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, g
     row a residue shifts by less than 16) moves with bx alone. M = 777 is no whole number of groups: TileLang's
     element stores."""
     N, K = 50257, 768
-    result, cuda, host = _gemm_on_h200({"M": M, "N": N, "K": K, "trans_B": True, "block_K": 64})
+    result, cuda, host = _lowered_on_h200("gemm", {"M": M, "N": N, "K": K, "trans_B": True, "block_K": 64})
     graph = result.best.graph
     if group == 1:
         assert "C_g" not in graph.buffers and "tma_store" not in cuda
@@ -158,11 +158,11 @@ def test_output_rows_off_16_byte_boundaries_are_stored_by_tma_in_row_groups(M, g
     assert _tensor_map(host, "C_g_desc") == (group * N, M // group, group * N * 2)
 
 
-def _gemm_on_h200(params: dict) -> tuple:
-    """(the search's result, the emitted CUDA, the host module's script) of the gemm template at ``params``."""
+def _lowered_on_h200(name: str, params: dict) -> tuple:
+    """(the search's result, the emitted CUDA, the host module's script) of template ``name`` at ``params``."""
     vdev = hw.get("h200")
-    result, _, build = schedule_template("gemm", vdev, params=params)
-    lowered = lower_planned(build(), vdev.tvm_target(), templates.get("gemm").pass_configs)
+    result, _, build = schedule_template(name, vdev, params=params)
+    lowered = lower_planned(build(), vdev.tvm_target(), templates.get(name).pass_configs)
     return result, lowered.kernel_source, lowered.host_mod.script()
 
 
@@ -183,7 +183,7 @@ def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K,
     hold them; the twin's trip count (ceil((K + g) / block_K)). M = 777 is no whole number of groups, and B's rows
     515 apart no TMA map (its first tile starts before row 0): consecutive rows on the LSU."""
     strides = {key: value for key, value in (("lda", lda), ("ldb", ldb)) if value}
-    result, cuda, host = _gemm_on_h200({"M": M, "N": 512, "K": K, "block_K": 64, **strides})
+    result, cuda, host = _lowered_on_h200("gemm", {"M": M, "N": 512, "K": K, "block_K": 64, **strides})
     graph = result.best.graph
     if group == 1:
         assert "A_g" not in graph.buffers and "A_desc" not in cuda
@@ -199,6 +199,19 @@ def test_input_rows_off_16_byte_boundaries_are_loaded_by_tma_in_row_groups(M, K,
     assert _tensor_map(host, "A_g_desc") == (group * row, M // group, group * row * 2)
     assert "tma_load(A_g_desc" in cuda and "tma_store(C_g_desc" in cuda and "fence_proxy_async" in cuda
     assert "half_t(0x0p+0f" in cuda  # the neighbours' columns zeroed
+
+
+@pytest.mark.parametrize("dim", [32, 80, 96, 160])
+def test_head_dims_off_64_128_and_256_lower_and_compile(dim, tmp_path):
+    """Any head dim that is a multiple of 16 up to 256 (Phi-2's 80, Phi-3's 96, a diffusion model's 160): the search
+    finds a plan, TileLang lowers it and nvcc builds it with no register spill; a packed block's per-head boxes
+    take whole 64-column panels, so packing is refused by name where the last panel is partial."""
+    params = {"batch": 2, "heads": 8, "kv_heads": 2, "seq_len": 1000, "dim": dim, "causal": True}
+    result, cuda, _ = _lowered_on_h200("flash_attention", params)
+    assert result.best.plan.tile["pack_gqa"] == 0
+    compiles_without_spills(cuda, tmp_path, f"attention_d{dim}")
+    with pytest.raises(TemplateError, match=f"'pack_gqa' =1 needs a head dim of whole 64-column panels, got dim={dim}"):
+        schedule_template("flash_attention", hw.get("h200"), params={**params, "pack_gqa": 1})
 
 
 def test_the_model_prices_row_groups_like_the_twin_and_element_stores_as_measured():

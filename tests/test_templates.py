@@ -134,7 +134,7 @@ def test_flash_attention_loop_body_is_fixed(causal: bool, statements: int) -> No
         ("gemm_rowsum", {"K": 0}, "K"),
         ("gemm", {"threads": 100}, "threads"),
         ("gemm", {"no_such": 1}, "no_such"),
-        ("flash_attention", {"dim": 96}, "dim"),
+        ("flash_attention", {"dim": 272}, "dim"),
         ("flash_attention", {"dtype": "float32"}, "dtype"),
         ("flash_attention", {"heads": 16, "kv_heads": 3}, "kv_heads"),
         ("flash_attention", {"seq_len": 0}, "seq_len"),
