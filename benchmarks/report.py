@@ -72,12 +72,11 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
     head = {k: v for k, v in heads[0].items() if k not in _PART_KEYS}
     parts = [{**p, "git_commit": p.get("git_commit") or h.get("git_commit")} if across_commits else p
              for h in heads for p in _parts(h)]
-    head.update(configs=sum(h.get("configs") or 0 for h in heads), parts=parts,
-                systems=sorted({s for h in heads for s in h.get("systems", [])}))
+    head.update(parts=parts, systems=sorted({s for h in heads for s in h.get("systems", [])}))
     if across_commits:
         head["git_commit"] = "+".join(dict.fromkeys(str(p["git_commit"])[:7] for p in parts))
     if keep_first:
-        head["repeats_left_out"] = len(repeats)
+        head["repeats_left_out"] = len(repeats) + sum(h.get("repeats_left_out") or 0 for h in heads)
     for rerun in reruns:
         again = load_run(rerun, need_rows=False)
         for key in ("device", "tilelang", "torch", "dry_run"):
@@ -90,6 +89,7 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
         rows = [r for r in rows if config_key(r) not in redone] + list(again["rows"])
         head["parts"] += [{**p, "git_commit": p.get("git_commit") or again["header"].get("git_commit"),
                            "rerun": len(redone)} for p in _parts(again["header"])]
+    head["configs"] = len({config_key(r) for r in rows})  # what the rows hold (not every part's header counted)
     return head, rows
 
 

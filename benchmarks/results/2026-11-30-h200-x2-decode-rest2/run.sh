@@ -16,6 +16,9 @@
 #   peers-b  carry .gpu-peers/b           its second half unpacked
 #   queue    carry .gpu-flashinfer/0      (the first; later ones carry nothing) FlashInfer unpacked; both GPUs' shares
 # each as: bash benchmarks/results/2026-11-30-h200-x2-decode-rest2/run.sh STEP COMMIT [STOP]
+# Ran 2026-11-30 with COMMIT 20160e9: setup (with 2026-11-30-h200-x2-gpu-tests-fix), peers, peers-b, then one
+# queue call, STOP 430 (rc 0, 541 s): each share measured 8 of its 20 configs (call1-gpuG/); merged with the 96 as
+# above: 112 of 136 configs.
 set -u
 export PT_TVM_GIT_COMMIT=$2
 STOP=${3:-430}
