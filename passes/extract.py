@@ -124,6 +124,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
 
     stasks = [*make(pro, Placement.PROLOGUE, 0), *make(body, Placement.LOOP, len(pro)),
               *make(epi, Placement.EPILOGUE, len(pro) + len(body))]
+    _check_loaded_in_full(stasks, name)
     trips = _trip_counts(extent, grid)
     loop_info = LoopInfo(
         id=annotation_str(loop.annotations.get("tl.ws_op_id")) or LOOP_ID,
@@ -183,6 +184,28 @@ def graph_for(func: tirx.PrimFunc, target: Any = None, hints: Mapping[str, int] 
 
 
 # ---------------------------------------------------------------- helpers
+def _check_loaded_in_full(stasks: Sequence[STask], fname: str) -> None:
+    """Refuse a loop whose copies into a shared tile write fewer elements than a gemm of the loop reads from it
+    (and nothing before the loop writes it): the gemm would read elements no copy wrote, a silently wrong kernel.
+    A count, not a proof of coverage: it catches a template whose copies leave part of the tile unloaded."""
+    loop = [t for t in stasks if t.placement == Placement.LOOP]
+    before = {a.buffer for t in stasks if t.placement == Placement.PROLOGUE for a in t.writes}
+    for gemm in (t for t in loop if t.op == OpKind.GEMM):
+        for read in gemm.reads:
+            if read.scope != "shared" or read.buffer in before or read.elements() is None:
+                continue
+            writes = [a for t in loop for a in t.writes if a.buffer == read.buffer]
+            if not any(t.op == OpKind.COPY and read.buffer in t.write_buffers() for t in loop) \
+                    or any(a.elements() is None for a in writes):
+                continue
+            written = sum(a.elements() for a in writes)
+            if written < read.elements():
+                raise ExtractionError(
+                    f"PrimFunc {fname!r}: the pipelined loop writes {written} elements of {read.buffer} a step "
+                    f"and its gemm {gemm.id} reads {read.elements()} ({read.describe()}): the copies leave part of "
+                    f"the tile unloaded")
+
+
 def _current_target() -> Any:
     target = tvm.target.Target.current(allow_none=True)
     if target is None:

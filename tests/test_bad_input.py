@@ -166,6 +166,38 @@ def test_nested_tile_op() -> None:
     assert "tl.tileop.copy" in msg
 
 
+def half_loaded(prologue_fill: bool):
+    """A GEMM loop whose copy loads 32 of the 64 columns of the A tile its gemm reads (a template's chunked copy
+    that misses its last chunk); ``prologue_fill``: the tile zeroed before the loop, the rest of it padding."""
+
+    @T.prim_func
+    def half(A: T.Tensor((128, 1024), "float16"), B: T.Tensor((1024, 128), "float16"),
+             C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.clear(acc)
+            if prologue_fill:
+                T.clear(A_s)
+            for k in T.Pipelined(16, num_stages=2):
+                T.copy(A[0:128, k * 64:k * 64 + 32], A_s[0:128, 0:32])
+                T.copy(B[k * 64, 0], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C)
+
+    return half
+
+
+def test_a_tile_its_copies_load_in_part() -> None:
+    """Copies that write fewer elements of a shared tile than the loop's gemm reads: refused by name, where the
+    kernel would multiply whatever the tile held (a paged decode's chunked copy at head dim 80 did, 2026-11-30);
+    the same loop over a tile zeroed before it (padding) is read."""
+    msg = _raises(ExtractionError, "leave part of the tile unloaded", pt_tvm.extract, half_loaded(False), "h100")
+    assert "writes 4096 elements of A_s" in msg and "reads 8192" in msg
+    assert pt_tvm.extract(half_loaded(True), "h100").loop_stasks
+
+
 @pytest.mark.parametrize("thing, type_name", [
     ("not a kernel", "str"),
     (None, "NoneType"),
