@@ -18,7 +18,7 @@
 # each as: bash benchmarks/results/2026-11-30-h200-x2-decode-rest2/run.sh STEP COMMIT [STOP]
 # Ran 2026-11-30 with COMMIT 20160e9: setup (with 2026-11-30-h200-x2-gpu-tests-fix), peers, peers-b, then one
 # queue call, STOP 430 (rc 0, 541 s): each share measured 8 of its 20 configs (call1-gpuG/); merged with the 96 as
-# above: 112 of 136 configs.
+# above: 112 of 136 configs. The 24 left: more calls of this script (it skips its committed call*/ runs).
 set -u
 export PT_TVM_GIT_COMMIT=$2
 STOP=${3:-430}
@@ -37,7 +37,7 @@ mkdir -p /tmp/decode-done
 share() {  # GPU
   local out=$OUT/q$1 skip="--skip benchmarks/results/2026-11-30-h200-x2-decode-rest/decode.json.gz"
   mkdir -p $out
-  for f in $RUN/call*/decode.json /tmp/decode-done/*.json; do [ -f $f ] && skip="$skip --skip $f"; done
+  for f in $RUN/call*/decode.json* /tmp/decode-done/*.json; do [ -f $f ] && skip="$skip --skip $f"; done
   CUDA_VISIBLE_DEVICES=$1 timeout $((STOP + 145)) python -u -m benchmarks.decode --out $out --all --only suite \
     --part 6,7,9,10,11,13,14,15/16 $skip --share $1/2 --stop-after $STOP --tune-top-k 2 --rep-ms 300 --workers 14 2>&1 \
     | grep -v " INFO \|:INFO\]" > $out/suite.log
