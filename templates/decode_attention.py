@@ -39,13 +39,12 @@ import tvm
 from tilelang.contrib.nvcc import have_pdl
 
 from .base import FAST_MATH, Template, TemplateError, priced, size
-from .online_softmax import ACCUM, LOG2E, guard_empty_rows, rescale_and_exponentiate, update_max
+from .online_softmax import ACCUM, LOG2E, guard_empty_rows, head_dim_error, rescale_and_exponentiate, update_max
 
 __all__ = ["DECODE_ATTENTION", "DecodeTemplate", "SplitKV", "FusedSplitKV", "build_decode_attention", "build_combine",
            "query_rows", "block_rows", "kv_bytes"]
 
 _DTYPES = ("float16", "bfloat16")
-_DIM_STEP, _MAX_DIM = 16, 256  # a head dim the QK^T gemm's K steps (16) divide, as the attention templates
 MAX_Q_LEN = 16
 _ROW_TILE = 64  # a warpgroup's wgmma covers 64 rows: the packed query rows are padded to a multiple of it
 
@@ -386,9 +385,8 @@ def _check_problem(problem: Mapping[str, Any]) -> None:
         _check_positive(key, problem[key])
     if problem["q_len"] > MAX_Q_LEN:
         raise _fail("q_len", f"must be at most {MAX_Q_LEN} (a decoding step's new tokens), got {problem['q_len']}")
-    dim = problem["dim"]
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim % _DIM_STEP or not 0 < dim <= _MAX_DIM:
-        raise _fail("dim", f"must be a multiple of {_DIM_STEP} up to {_MAX_DIM}, got {dim!r}")
+    if (why := head_dim_error(problem["dim"])) is not None:
+        raise _fail("dim", why)
     if problem["dtype"] not in _DTYPES:
         raise _fail("dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
     if problem["heads"] % problem["kv_heads"]:

@@ -37,6 +37,7 @@ from .online_softmax import (
     ACCUM,
     LOG2E,
     guard_empty_rows,
+    head_dim_error,
     normalize,
     normalize_or_zero,
     rescale_and_exponentiate,
@@ -46,7 +47,6 @@ from .online_softmax import (
 __all__ = ["FLASH_ATTENTION", "FLASH_ATTENTION_QKV", "FLASH_ATTENTION_VARLEN", "lengths", "visible_pairs"]
 
 _DTYPES = ("float16", "bfloat16")
-_DIM_STEP, _MAX_DIM = 16, 256  # a head dim the QK^T gemm's K steps (16) divide, up to FlashAttention's 256
 _PANEL = 64  # columns of one 128-byte swizzle panel of a 16-bit shared tile: a packed block's TMA box per head
 
 
@@ -335,9 +335,8 @@ def _check_common(template: str, problem: Mapping[str, Any], tile: Mapping[str, 
     """Head dim, dtype, flags, GQA ratio, scale, and the tile's warps against its query rows."""
     for key in ("batch", "heads", "kv_heads"):
         _check_int(template, key, problem[key])
-    dim = problem["dim"]
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim % _DIM_STEP or not 0 < dim <= _MAX_DIM:
-        raise _fail(template, "dim", f"must be a multiple of {_DIM_STEP} up to {_MAX_DIM}, got {dim!r}")
+    if (why := head_dim_error(problem["dim"])) is not None:
+        raise _fail(template, "dim", why)
     if problem["dtype"] not in _DTYPES:
         raise _fail(template, "dtype", f"must be one of {_DTYPES}, got {problem['dtype']!r}")
     if not isinstance(problem["causal"], bool):

@@ -6,16 +6,24 @@ the output accumulator ``acc_o``, and leave ``acc_s_cast`` holding the block's
 probabilities ready for ``P @ V``. Scores are scaled by ``scale`` (the softmax
 scale times ``log2(e)``) inside ``exp2``. The macros expand to the same top-level
 tile ops as the statements written inline, so kernels built from them extract
-to the same sTasks.
+to the same sTasks. The head dims both attention templates take are checked here too.
 """
 # No ``from __future__ import annotations``: T.macro reads its parameters' annotations.
 import tilelang.language as T
 
 __all__ = ["ACCUM", "LOG2E", "update_max", "guard_empty_rows", "rescale_and_exponentiate", "normalize",
-           "normalize_or_zero"]
+           "normalize_or_zero", "head_dim_error"]
 
 ACCUM = "float32"
 LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
+_HEAD_DIM_STEP, _MAX_HEAD_DIM = 16, 256  # the QK^T gemm's K steps divide a head dim; FlashAttention's most
+
+
+def head_dim_error(dim) -> "str | None":
+    """Why ``dim`` is no head dim the attention templates take (Phi-2's 80 and Phi-3's 96 are), or None."""
+    if isinstance(dim, int) and not isinstance(dim, bool) and not dim % _HEAD_DIM_STEP and 0 < dim <= _MAX_HEAD_DIM:
+        return None
+    return f"must be a multiple of {_HEAD_DIM_STEP} up to {_MAX_HEAD_DIM}, got {dim!r}"
 
 
 @T.macro
