@@ -189,16 +189,15 @@ def _check_loaded_in_full(stasks: Sequence[STask], fname: str) -> None:
     (and nothing before the loop writes it): the gemm would read elements no copy wrote, a silently wrong kernel.
     A count, not a proof of coverage: it catches a template whose copies leave part of the tile unloaded."""
     loop = [t for t in stasks if t.placement == Placement.LOOP]
-    before = {a.buffer for t in stasks if t.placement == Placement.PROLOGUE for a in t.writes}
+    before = {b for t in stasks if t.placement == Placement.PROLOGUE for b in t.write_buffers()}
     for gemm in (t for t in loop if t.op == OpKind.GEMM):
         for read in gemm.reads:
-            if read.scope != "shared" or read.buffer in before or read.elements() is None:
+            writers = [t for t in loop if read.buffer in t.write_buffers()]
+            writes = [a.elements() for t in writers for a in t.writes if a.buffer == read.buffer]
+            if (read.scope != "shared" or read.buffer in before or not any(t.op == OpKind.COPY for t in writers)
+                    or None in (read.elements(), *writes)):
                 continue
-            writes = [a for t in loop for a in t.writes if a.buffer == read.buffer]
-            if not any(t.op == OpKind.COPY and read.buffer in t.write_buffers() for t in loop) \
-                    or any(a.elements() is None for a in writes):
-                continue
-            written = sum(a.elements() for a in writes)
+            written = sum(writes)
             if written < read.elements():
                 raise ExtractionError(
                     f"PrimFunc {fname!r}: the pipelined loop writes {written} elements of {read.buffer} a step "

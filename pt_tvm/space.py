@@ -45,8 +45,7 @@ from .verify import gemm_warpgroups, loop_order_holds, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "producer_nreg", "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants",
-           "base_plans",
-           "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
+           "base_plans", "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
            "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "row_split_variant",
            "carried_variant"]
 
