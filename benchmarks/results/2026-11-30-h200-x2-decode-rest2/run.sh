@@ -6,7 +6,7 @@
 # earlier run nor this run's earlier calls (committed under callN-gpuG/, kept in /tmp on a warm machine) measured
 # (`--skip`, `--share G/2`), and starts no config after STOP s (`--stop-after`; the process is stopped 145 s later;
 # every ratio still compares the systems of one config timed in one process on one GPU). Merged after with the 96:
-#   python -m benchmarks merge <(zcat ../2026-11-30-h200-x2-decode-rest/decode.json.gz) call*/decode.json \
+#   python -m benchmarks merge ../2026-11-30-h200-x2-decode-rest/decode.json.gz call*-gpu*/decode.json.gz \
 #     --across-commits --keep-first --out decode.json
 #   python -m benchmarks report decode.json --out-dir decode; python -m benchmarks.decode --chart decode.json --out .
 #   python -m benchmarks model-check decode.json --target h200 > model-check.md
@@ -18,7 +18,10 @@
 # each as: bash benchmarks/results/2026-11-30-h200-x2-decode-rest2/run.sh STEP COMMIT [STOP]
 # Ran 2026-11-30 with COMMIT 20160e9: setup (with 2026-11-30-h200-x2-gpu-tests-fix), peers, peers-b, then one
 # queue call, STOP 430 (rc 0, 541 s): each share measured 8 of its 20 configs (call1-gpuG/); merged with the 96 as
-# above: 112 of 136 configs. The 24 left: more calls of this script (it skips its committed call*/ runs).
+# above: 112 of 136 configs. Ran again 2026-11-30 (later) with COMMIT 17a5157 on another nvidia-h200-x2: setup,
+# peers, peers-b, then two queue calls, STOP 430: the first (rc 0, 504 s) measured 10 of each share's 12 configs
+# (call2-gpuG/), the second (rc 0, 136 s; the machine still warm, /tmp/decode-done skipping the first's) the last
+# 2 (call3-gpuG/); merged as above (the rest run, then call*-gpu*/decode.json.gz): all 136 configs.
 set -u
 export PT_TVM_GIT_COMMIT=$2
 STOP=${3:-430}
