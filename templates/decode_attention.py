@@ -94,6 +94,9 @@ def build_decode_attention(
     elem_bytes = torch.finfo(getattr(torch, dtype)).bits // 8
     chunk = next(w for w in (128, 64, 32) if dim * elem_bytes % w == 0) // elem_bytes
     page_chunks = tuple(itertools.product(range(block_N // page_size), range(dim // chunk))) if spans_pages else ()
+    # the fused combine's elements, rows x dim, as whole shares of the threads: a fragment's layout must be
+    # one-to-one (4 rows at head dim 80 are 2.5 elements a thread, which TileLang's layout inference refuses)
+    combined = math.ceil(rows * dim / threads) * threads
     q_shape = (batch, q_len, heads, dim)
     kv_shape = (num_pages, page_size, kv_heads, dim) if paged else (batch, capacity, kv_heads, dim)
     table_shape = (batch, max_pages if paged else 1)
@@ -176,7 +179,7 @@ def build_decode_attention(
         arrived = T.alloc_shared((1,), "int32")
         weights = T.alloc_shared((rows, num_splits), ACCUM)
         stats = T.alloc_shared((2, rows), ACCUM)  # each row's largest LSE, then the sum of its splits' weights
-        acc = T.alloc_fragment((rows, dim), ACCUM)
+        acc = T.alloc_fragment((combined,), ACCUM)  # the rows' elements, flat, padded to whole threads' shares
         tx = T.get_thread_binding()
         for _ in T.serial(1):
             T.evaluate(T.call_extern("handle", "__threadfence"))
@@ -197,11 +200,13 @@ def build_decode_attention(
                         stats[1, i] += T.exp2(weights[i, s] - stats[0, i])
                 for i, s in T.Parallel(rows, num_splits):
                     weights[i, s] = T.exp2(weights[i, s] - stats[0, i]) / stats[1, i]
-                for i, d in T.Parallel(rows, dim):
-                    acc[i, d] = 0
-                    for s in T.unroll(num_splits):
-                        acc[i, d] += O_partial[at.bz, at.row(i), at.head(i), s, d] * weights[i, s]
-                    O[at.bz, i // groups, at.head(i), d] = acc[i, d]
+                for e in T.Parallel(combined):
+                    if e < rows * dim:
+                        acc[e] = 0
+                        for s in T.unroll(num_splits):
+                            acc[e] += O_partial[at.bz, at.row(e // dim), at.head(e // dim), s, e % dim] \
+                                * weights[e // dim, s]
+                        O[at.bz, e // dim // groups, at.head(e // dim), e % dim] = acc[e]
                 if tx == 0:
                     Semaphore[at.bz, at.by] = 0
 

@@ -271,6 +271,17 @@ def test_fused_combine_reads_the_partials_coherently(fused_kernel, tmp_path):
     assert "ld.global.f32" in after and "ld.global.nc" not in after
 
 
+def test_fused_combine_lowers_where_the_rows_elements_do_not_fill_whole_thread_shares():
+    """4 query rows at head dim 80 are 320 elements for 128 threads: the combine's fragment is padded to whole
+    shares (384, 3 a thread) and the padding guarded, where a 4 x 80 fragment stopped TileLang's layout inference
+    ("Index mapping does not form a bijective transform")."""
+    problem, tile = T.resolve(**{**_FUSED, "dim": 80})
+    func = T.build(**problem, **tile)
+    plan = min((c.plan for c in schedule(func, H100).ranked), key=lambda p: p.num_stages)
+    src = T.compile(apply_plan(func, plan, H100), H100.tvm_target()).get_kernel_source()
+    assert "float acc[3];" in src and re.search(r"if \(\(\(int\)threadIdx.x\) < 64\) \{\s*acc\[2\] = ", src)
+
+
 def test_fused_callable_keeps_one_zeroed_semaphore_per_device():
     """The counters are made on the first call, zeroed, on the inputs' device, and passed to every later call
     (the kernel zeroes them again at its end); a smaller batch takes their first rows, a larger one new counters;
@@ -457,6 +468,7 @@ def test_decode_kernel_matches_the_reference(params, tile, style):
 @pytest.mark.parametrize("params", [
     {"batch": 3, "kv_len": 3000, "ragged": True, "num_splits": 8, "block_N": 64},
     {"batch": 4, "kv_len": 2048, "page_size": 16, "q_len": 3, "ragged": True, "num_splits": 4, "block_N": 64},
+    {"batch": 3, "kv_len": 2048, "dim": 80, "ragged": True, "num_splits": 4, "block_N": 64},  # 4 rows x 80
 ])
 def test_fused_combine_matches_the_reference_and_the_combine_kernel(params):
     """The fused kernel's best software pipeline against the float32 reference on fresh ragged inputs (splits past
