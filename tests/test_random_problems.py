@@ -5,6 +5,7 @@ float32 reference. The fixed-shape tests pin what is known; these reach what nob
 rows at head dim 80 stopped TileLang's layout inference; the paged copy at head dim 80 had left columns unread)."""
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -25,7 +26,12 @@ def _attention(r: random.Random) -> dict:
     seq_len_k = r.randint(1, 3000)
     return dict(batch=r.randint(1, 3), heads=heads, kv_heads=kv_heads, seq_len=seq_len_k, dim=r.choice(_DIMS),
                 seq_len_q=r.choice((1, r.randint(1, seq_len_k), seq_len_k)), seq_len_k=seq_len_k,
-                causal=r.random() < 0.5, dtype=r.choice(("float16", "bfloat16")))
+                causal=r.random() < 0.5, dtype=r.choice(("float16", "bfloat16")), softmax_scale=_scale(r))
+
+
+def _scale(r: random.Random) -> float:
+    """A softmax scale: mostly the default (0: ``1/sqrt(dim)``), else another."""
+    return 0.0 if r.random() < 0.7 else round(r.uniform(0.02, 0.5), 3)
 
 
 def _varlen(r: random.Random) -> dict:
@@ -46,20 +52,20 @@ def _decode(r: random.Random) -> dict:
     kv_len = r.randint(1, 40) * max(page_size, 128)
     return dict(batch=r.randint(1, 5), q_len=r.randint(1, 16 // (heads // kv_heads) or 1), heads=heads,
                 kv_heads=kv_heads, kv_len=kv_len, dim=r.choice(_DIMS), page_size=page_size, ragged=True,
-                dtype=r.choice(("float16", "bfloat16")))
+                dtype=r.choice(("float16", "bfloat16")), softmax_scale=_scale(r), dynamic=r.random() < 0.2)
 
 
 def _gemm(r: random.Random) -> dict:
     return dict(M=r.randint(1, 3000), N=r.randint(8, 3000), K=r.randint(8, 3000), trans_B=r.random() < 0.5,
-                dtype=r.choice(("float16", "bfloat16")))
+                dtype=r.choice(("float16", "bfloat16")), dynamic_M=r.random() < 0.2)
 
 
 def _rowsum(r: random.Random) -> dict:
-    return {k: v for k, v in _gemm(r).items() if k != "trans_B"}
+    return {k: v for k, v in _gemm(r).items() if k not in ("trans_B", "dynamic_M")}
 
 
 def _swiglu(r: random.Random) -> dict:
-    return dict(M=r.randint(1, 3000), N=r.randint(1, 40) * 64, K=r.randint(1, 40) * 64)
+    return dict(M=r.randint(1, 3000), N=r.randint(1, 40) * 64, K=r.randint(1, 40) * 64, dynamic_M=r.random() < 0.2)
 
 
 def _rope(r: random.Random) -> dict:
@@ -72,12 +78,19 @@ def _rope(r: random.Random) -> dict:
 def _ssd(r: random.Random) -> dict:
     groups = r.choice((1, 2))
     return dict(batch=r.randint(1, 2), seqlen=r.randint(1, 3000), heads=groups * r.choice((2, 4)), headdim=64,
-                dstate=r.choice((64, 128)), groups=groups, chunk=r.choice((128, 256)))
+                dstate=r.choice((64, 128)), groups=groups, chunk=r.choice((128, 256)),
+                dynamic_seqlen=r.random() < 0.2)
+
+
+def _scan(r: random.Random) -> dict:
+    return {**_ssd(r), "has_d": r.random() < 0.7}
 
 
 DRAWS = {"flash_attention": _attention, "flash_attention_varlen": _varlen, "flash_attention_qkv": _qkv,
          "decode_attention": _decode, "gemm": _gemm, "gemm_rowsum": _rowsum, "gemm_swiglu": _swiglu,
-         "gemm_rope": _rope, "chunk_scan": _ssd, "chunk_state": _ssd}
+         "gemm_rope": _rope, "chunk_scan": _scan, "chunk_state": _ssd}
+# the GPU test's seeds: 1-6, or PT_TVM_RANDOM_SEEDS=FIRST:END for a longer sweep
+SEEDS = range(*map(int, os.environ.get("PT_TVM_RANDOM_SEEDS", "1:7").split(":")))
 
 
 def draw(name: str, seed: int) -> dict:
@@ -111,7 +124,7 @@ def test_random_problems_search_and_lower(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seed", range(1, 7))
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_random_problems_match_the_reference(name, seed):
     """The search's pick for this GPU of the template's problem of ``seed``, on fresh random inputs (never

@@ -1,0 +1,12 @@
+#!/bin/bash
+# A longer sweep of tests/test_random_problems.py on the GPU: seeds 7-36 of every template (300 problems: head dims
+# 64-256, GQA/MQA, ragged and KV-cache lengths, paged caches, other softmax scales, odd GEMM sizes, dynamic sizes,
+# Mamba2 groups and chunks), each the search's pick for the GPU compiled and checked on every output against the
+# float32 reference, on a 2-GPU H200 machine (nvidia-h200-x2) for its 32 cores, one device call carrying .gpu-bundle:
+#   bash benchmarks/results/2026-11-30-h200-x2-random-problems/run.sh COMMIT
+set -u
+source benchmarks/gpu-env.sh
+env_setup || exit 1
+export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_RANDOM_SEEDS=7:37
+OUT=$OUT bash benchmarks/gpu-tests.sh 32 470 tests/test_random_problems.py
+gzip -f $OUT/gpu-tests.txt
