@@ -9,8 +9,9 @@
 # (all of tests/ without them); the others (`-k EXPR`, ...) go to the collection and to every process. No chunk
 # starts after LIMIT_S, and a running one is stopped there.
 # Writes one file, ${OUT:-gpu-tests-out}/gpu-tests.txt: the summary (the outcome counts, the failures, the tests
-# no process reached before the limit), then every chunk's log (a device call returns at most 8 files: one log
-# per process lost them all on 2026-11-23). Prints the summary.
+# no process reached before the limit), then every chunk's log, passed tests' output included (the relative errors
+# they print; a device call returns at most 8 files: one log per process lost them all on 2026-11-23). Prints the
+# summary.
 set -uo pipefail
 procs=${1:-8}
 limit=${2:-400}
@@ -31,7 +32,7 @@ run_chunk() {  # one chunk in one pytest process, with what is left of the limit
   local left=$(( deadline - $(date +%s) )) opts=()
   (( left > 5 )) || return 0
   mapfile -d '' opts < "$work/opts"
-  timeout "$left" python -m pytest -v -m gpu -p no:cacheprovider -rfEx "${opts[@]}" $(cat "$1") > "$1.log" 2>&1
+  timeout "$left" python -m pytest -v -m gpu -p no:cacheprovider -rfExP "${opts[@]}" $(cat "$1") > "$1.log" 2>&1
 }
 export -f run_chunk
 ls "$work"/chunk-??? | xargs -P "$procs" -I{} bash -c 'run_chunk "$1"' _ {}
