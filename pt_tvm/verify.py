@@ -301,7 +301,7 @@ def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
         return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
                           f"(T.Pipelined order/stage cannot place their waits)")]
-    return _check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev)
+    return _check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev) + _check_stage_order(plan, graph)
 
 
 def _check_block_sync(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
@@ -313,6 +313,30 @@ def _check_block_sync(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]
         return []
     return [Violation("emission", f"sTask {t.id} syncs the whole block; a warp-specialized plan runs it on one "
                                   f"role's warps") for t in graph.stasks if t.attrs.get(BLOCK_SYNC)]
+
+
+def _check_stage_order(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """In a software pipeline, two loop statements of one stage that touch one buffer, one of them writing it,
+    keep their program order, disjoint regions too (which make no dependence): TileLang 0.1.15's
+    InjectSoftwarePipeline refuses to reorder them ("two statements with buffer access dependency in the same
+    stage of the software pipeline cannot be reordered": SwiGLU's copies into the gate and up halves of ``B_s``,
+    swapped in one stage, stopped an A100 and an MI300X build)."""
+    if plan.style != Style.SOFTWARE_PIPELINE:
+        return []
+    pos = _position(plan, graph)
+    loop = sorted((t for t in graph.stasks if t.placement == Placement.LOOP and t.id in pos), key=lambda t: t.index)
+    out = []
+    for i, first in enumerate(loop):
+        for second in loop[i + 1:]:
+            if plan.append_of(first.id).stage != plan.append_of(second.id).stage or pos[first.id] < pos[second.id]:
+                continue
+            shared = (first.write_buffers() & (second.read_buffers() | second.write_buffers())
+                      | second.write_buffers() & first.read_buffers())
+            if shared:
+                out.append(Violation("emission", f"{second.id} runs ahead of {first.id} in their stage, and both "
+                                     f"touch {', '.join(sorted(shared))}; TileLang 0.1.15 keeps such statements "
+                                     f"in program order"))
+    return out
 
 
 def _check_cp_async_order(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[Violation]:

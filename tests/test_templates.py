@@ -117,6 +117,31 @@ def test_gemm_swiglu_loop_reads_both_halves_of_the_weight() -> None:
     assert src == ["n0", "384 + n0"] and dst == ["0", "64"], (src, dst)  # n0 = bx * 64, the macro's argument
 
 
+@pytest.mark.parametrize("target", ["a100", "mi300x"])
+def test_swiglu_software_pipelines_keep_the_weight_halves_in_program_order(target: str) -> None:
+    """The gate and up copies write disjoint halves of ``B_s`` (no dependence between them), but TileLang 0.1.15
+    refuses to reorder two statements of one stage that touch one buffer, so every software pipeline the search
+    keeps has them in program order, and the pick lowers (its plan had them swapped: a crash in TVM's
+    InjectSoftwarePipeline on both chips)."""
+    from pt_tvm import hw
+    from pt_tvm.compiler import lower_planned, schedule_template
+    from pt_tvm.graph import Placement
+    from pt_tvm.plan import Style
+
+    vdev = hw.get(target)
+    result, problem, build = schedule_template("gemm_swiglu", vdev, params=dict(M=2702, N=1408, K=960))
+    assert result.rejected["emission"]
+    for c in result.ranked:
+        halves = [t.id for t in sorted(c.graph.stasks, key=lambda t: t.index)
+                  if t.placement == Placement.LOOP and "B_s" in t.write_buffers()]
+        assert len(halves) == 2
+        if c.plan.style == Style.SOFTWARE_PIPELINE and len({c.plan.append_of(h).stage for h in halves}) == 1:
+            (role,) = c.plan.roles
+            order = [a.stask for a in c.plan.program(role.name, c.graph, Placement.LOOP) if a.stask in halves]
+            assert order == halves, c.note
+    assert "__global__" in lower_planned(build(), vdev.tvm_target()).kernel_source
+
+
 @pytest.mark.parametrize("causal, statements", [(False, 14), (True, 15)])
 def test_flash_attention_loop_body_is_fixed(causal: bool, statements: int) -> None:
     """The body's 14 statements, and the causal mask's branch after the QK gemm a 15th (tile-multiple lengths
