@@ -205,10 +205,18 @@ def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
 _FUSED = {"batch": 1, "kv_len": 1024, "dim": 64, "heads": 8, "kv_heads": 2, "num_splits": 2, "fused_combine": 1}
 
 
-def _fused_graph():
-    problem, tile = T.resolve(**_FUSED)
+def _fused_graph(**overrides):
+    problem, tile = T.resolve(**{**_FUSED, **overrides})
     func = T.build(**problem, **tile)
     return func, extract_stask_graph(func, H100)
+
+
+def _shallowest_fused(**overrides):
+    """The fused kernel compiled (no GPU needed) at its shallowest software pipeline, the quickest for TileLang's
+    simplifier to lower (tens of seconds on this kernel's dynamic-length loop)."""
+    func, _ = _fused_graph(**overrides)
+    plan = min((c.plan for c in schedule(func, H100).ranked), key=lambda p: p.num_stages)
+    return T.compile(apply_plan(func, plan, H100), H100.tvm_target())
 
 
 def test_warp_specialized_plans_refuse_the_fused_combine():
@@ -229,12 +237,7 @@ def test_warp_specialized_plans_refuse_the_fused_combine():
 
 @pytest.fixture(scope="module")
 def fused_kernel():
-    """The fused kernel compiled (no GPU needed) at its shallowest software pipeline, the quickest for TileLang's
-    simplifier to lower (tens of seconds on this kernel's dynamic-length loop)."""
-
-    func, _ = _fused_graph()
-    plan = min((c.plan for c in schedule(func, H100).ranked), key=lambda p: p.num_stages)
-    return T.compile(apply_plan(func, plan, H100), H100.tvm_target())
+    return _shallowest_fused()
 
 
 def test_fused_plan_compiles_to_one_kernel_that_counts_and_combines(fused_kernel):
@@ -275,10 +278,7 @@ def test_fused_combine_lowers_where_the_rows_elements_do_not_fill_whole_thread_s
     """4 query rows at head dim 80 are 320 elements for 128 threads: the combine's fragment is padded to whole
     shares (384, 3 a thread) and the padding guarded, where a 4 x 80 fragment stopped TileLang's layout inference
     ("Index mapping does not form a bijective transform")."""
-    problem, tile = T.resolve(**{**_FUSED, "dim": 80})
-    func = T.build(**problem, **tile)
-    plan = min((c.plan for c in schedule(func, H100).ranked), key=lambda p: p.num_stages)
-    src = T.compile(apply_plan(func, plan, H100), H100.tvm_target()).get_kernel_source()
+    src = _shallowest_fused(dim=80).get_kernel_source()
     assert "float acc[3];" in src and re.search(r"if \(\(\(int\)threadIdx.x\) < 64\) \{\s*acc\[2\] = ", src)
 
 

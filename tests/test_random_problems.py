@@ -21,17 +21,17 @@ _HEADS = ((8, 8), (16, 4), (32, 8), (8, 1))  # (query heads, key/value heads): M
 _DIMS = (64, 80, 96, 128, 160, 256)
 
 
+def _scale(r: random.Random) -> float:
+    """A softmax scale: mostly the default (0: ``1/sqrt(dim)``), else another."""
+    return 0.0 if r.random() < 0.7 else round(r.uniform(0.02, 0.5), 3)
+
+
 def _attention(r: random.Random) -> dict:
     heads, kv_heads = r.choice(_HEADS)
     seq_len_k = r.randint(1, 3000)
     return dict(batch=r.randint(1, 3), heads=heads, kv_heads=kv_heads, seq_len=seq_len_k, dim=r.choice(_DIMS),
                 seq_len_q=r.choice((1, r.randint(1, seq_len_k), seq_len_k)), seq_len_k=seq_len_k,
                 causal=r.random() < 0.5, dtype=r.choice(("float16", "bfloat16")), softmax_scale=_scale(r))
-
-
-def _scale(r: random.Random) -> float:
-    """A softmax scale: mostly the default (0: ``1/sqrt(dim)``), else another."""
-    return 0.0 if r.random() < 0.7 else round(r.uniform(0.02, 0.5), 3)
 
 
 def _varlen(r: random.Random) -> dict:
