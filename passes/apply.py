@@ -233,6 +233,11 @@ def _drained_roles(plan: ExecutionPlan, graph: STaskGraph) -> list[str]:
                    if plan.append_of(g).stage > base_stage(plan, graph, plan.append_of(g).role)})
 
 
+def _bind_id(position: int) -> str:
+    """ws op id of the scalar Bind at ``position`` in the prologue (a template's per-block sizes, read once)."""
+    return f"bind_{position}"
+
+
 def _drain_id(role: str) -> str:
     return f"drain_{role}"
 
@@ -293,6 +298,8 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
     later = wgmma_waits(plan, graph)
     waits = {gemm: _wgmma_wait(later.get(gemm, ()), loop.loop_var) for gemm in plan.in_flight()}
     pro, body, epi = (_stamp_all(part, stamped, waits) for part in (pro, body, epi))
+    binds = [_bind_id(i) for i, s in enumerate(pro) if isinstance(s, tirx.Bind)]
+    pro = [_op(_bind_id(i), s) if isinstance(s, tirx.Bind) else s for i, s in enumerate(pro)]
     drains = [_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)]
     epi = [*drains, *(walk.finish(epi, plan, graph, block) if plan.stream_k else epi)]
     barriers = handoff_barriers(plan, vdev)
@@ -310,7 +317,7 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
         num_warps=plan.num_warps,
         roles=[T.WSRole(r.name, warps_lo=r.warp_lo, warps_hi=r.warp_hi, max_nreg=r.max_nreg) for r in plan.roles],
         pipelines=[T.WSPipeline(p.name, [buffers[b] for b in p.buffers], depth=p.depth) for p in plan.pipelines],
-        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph)), *_tile_scopes(plan, graph)],
+        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph)), *_tile_scopes(plan, graph, binds)],
     )
     ann = dict(block.annotations)
     ann[_WS_SCHEDULE] = schedule
@@ -370,31 +377,33 @@ def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     return bodies
 
 
-def _tile_scopes(plan: ExecutionPlan, graph: STaskGraph) -> list:
+def _tile_scopes(plan: ExecutionPlan, graph: STaskGraph, binds: list[str]) -> list:
     """The scopes around the loop: the kernel's root, or for a persistent plan its loop over tiles inside a
-    root that opens the first turns and runs it."""
+    root that opens the first turns and runs it; ``binds`` (ws op ids of the prologue's scalar Binds) open
+    every role's body."""
     if not plan.persistent:
-        return [T.WSScope(T.WSScope.ROOT, _root_bodies(plan, graph, inits=True))]
+        return [T.WSScope(T.WSScope.ROOT, _root_bodies(plan, graph, binds, inits=True))]
     if plan.stream_k:  # the accumulator's role finishes each segment with the partial sums' fixup
-        bodies = _root_bodies(plan, graph, inits=False)
+        bodies = _root_bodies(plan, graph, binds, inits=False)
         owner = plan.append_of(accumulator(graph)[0]).role
         epilogue = {a.stask for a in plan.program(owner, graph, Placement.EPILOGUE)}
         bodies[owner] = [e for e in bodies[owner] if e not in epilogue] + [_SK_FIXUP, _SK_EPILOGUE]
         return [T.WSScope(TILES_ID, bodies), T.WSScope(T.WSScope.ROOT, {r.name: [TILES_ID] for r in plan.roles})]
     inits = {h.role: [_turn_ids(h)[0]] for h in plan.handoffs}
-    return [T.WSScope(TILES_ID, _root_bodies(plan, graph, inits=False)),
+    return [T.WSScope(TILES_ID, _root_bodies(plan, graph, binds, inits=False)),
             T.WSScope(T.WSScope.ROOT, {r.name: [*inits.get(r.name, ()), TILES_ID] for r in plan.roles})]
 
 
-def _root_bodies(plan: ExecutionPlan, graph: STaskGraph, inits: bool) -> dict[str, list]:
-    """Per role: the prologue, the loop and the epilogue (and the turns' first arrive where ``inits``)."""
+def _root_bodies(plan: ExecutionPlan, graph: STaskGraph, binds: list[str], inits: bool) -> dict[str, list]:
+    """Per role: the prologue's scalar Binds (``binds``: every role reads them), the prologue, the loop and the
+    epilogue (and the turns' first arrive where ``inits``)."""
     pipes = [p for p in plan.pipelines if p.scope == "root"]
     loop_reads = {b for t in graph.loop_stasks for b in t.read_buffers()}
     inits = {h.role: _turn_ids(h)[0] for h in plan.handoffs} if inits else {}
     drained = _drained_roles(plan, graph)
     bodies = {}
     for r in plan.roles:
-        ids = ([a.stask for a in plan.program(r.name, graph, Placement.PROLOGUE)]
+        ids = ([*binds, *(a.stask for a in plan.program(r.name, graph, Placement.PROLOGUE))]
                + ([inits[r.name]] if r.name in inits else []) + [graph.loop.id]
                + ([_drain_id(r.name)] if r.name in drained else [])
                + [a.stask for a in plan.program(r.name, graph, Placement.EPILOGUE)])

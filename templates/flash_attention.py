@@ -302,8 +302,11 @@ def build_flash_attention_varlen(
                             block_M, block_N, num_stages, kv_blocks)
 
     def rows_of(cu_q, cu_k, bx, by, bz) -> _Rows:
-        return _Rows(bz, by, _query_block(bx, n_query_blocks, causal), cu_q[bz], cu_k[bz],
-                     cu_q[bz + 1] - cu_q[bz], cu_k[bz + 1] - cu_k[bz])
+        # bound once: spelled out in every mask, bound and address, the two loads each took TVM's simplifier
+        # 4-6 minutes over an A100's software pipeline (30 s bound)
+        q0, k0 = T.bind(cu_q[bz]), T.bind(cu_k[bz])
+        return _Rows(bz, by, _query_block(bx, n_query_blocks, causal), q0, k0,
+                     T.bind(cu_q[bz + 1] - q0), T.bind(cu_k[bz + 1] - k0))
 
     @T.prim_func
     def flash_attention_varlen(

@@ -424,6 +424,8 @@ LOWERED = [
     ("chunk_state", {"seqlen": 1000, "heads": 8, "headdim": 80}, "h100"),
     ("chunk_scan", {"seqlen": 1000, "heads": 8}, "h100"),
     ("chunk_scan", {"seqlen": 1000, "heads": 8}, "a100"),
+    ("flash_attention_varlen", {"batch": 3, "heads": 4, "kv_heads": 2, "max_seqlen_q": 700, "max_seqlen_k": 1500,
+                                "causal": True, **FA_PINS}, "a100"),
 ]
 
 
@@ -461,6 +463,19 @@ def test_ragged_plans_lower_with_bounds_kept(lowered, i):
         assert "cp_async_gs_conditional" in src  # a ragged tile's loads: predicated, zero-filled past the edge
 
 
+@pytest.mark.parametrize("i", [6, 12], ids=["h100", "a100"])
+def test_varlen_reads_its_sequence_bounds_once(lowered, i):
+    """The varlen kernel binds its sequence's offsets and lengths once a block (each warp-specialized role
+    binds its own), where every mask, bound and address spelled the two ``cu_seqlens`` loads out and TVM's
+    simplifier took 4-6 minutes over them in the A100's software pipeline (2026-11-30: 230-360 s, now about
+    30 s)."""
+    _, src = _lowered(lowered, i)
+    reads = [line.strip() for line in src.splitlines() if re.search(r"cu_seqlens_[qk]\[", line)
+             and "__global__" not in line]
+    assert reads and all(re.match(r"int \w+ = ", r) for r in reads), reads[:4]
+    assert len(reads) == 4 * (2 if i == 6 else 1)  # two per sequence per role: offset and length
+
+
 def test_packed_gqa_lowers_to_a_box_per_head(lowered):
     """GQA packed on Hopper: each head's queries come in and go out as TMA boxes of 32 rows (a 128-byte panel
     each), at the head's index, clipped past the last query by the copy engine."""
@@ -482,7 +497,8 @@ def test_the_score_mask_follows_a_qk_wgmma_that_starts_from_zero(lowered):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("i", [0, 4, 6, 7], ids=["gemm", "fa-more-queries", "varlen", "fa-packed-gqa"])
+@pytest.mark.parametrize("i", [0, 4, 6, 7, 12], ids=["gemm", "fa-more-queries", "varlen", "fa-packed-gqa",
+                                            "varlen-a100"])
 def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
     _, src = _lowered(lowered, i)
     compiles_without_spills(src, tmp_path)
