@@ -108,7 +108,7 @@ def build_decode_attention(
     class At:
         """Where a block works: split ``bx``, KV head ``by``, sequence ``bz`` of length ``seqlen``, pages named by
         ``table``. The macros take this object and write its expressions inline (a PrimExpr macro argument
-        would become a let, which plan rewriting does not keep)."""
+        would become a let inside the loop); the length and the split's first block are bound once, before it."""
 
         seqlen: Any  # cache_seqlens[bz]
         first: Any  # the split's first key block: the splits share a sequence's blocks evenly
@@ -262,8 +262,11 @@ def build_decode_attention(
                 combine_if_last(O, O_partial, LSE, Semaphore, at)
 
     def at(seqlens, table, bx, by, bz):
-        first = bx * T.ceildiv(T.ceildiv(seqlens[bz], block_N), num_splits) if num_splits > 1 else 0
-        return At(seqlens[bz], first, table, bx, by, bz)
+        # bound once: spelled out in every mask, bound and page index, the length's loads took TVM's simplifier
+        # over 3 minutes of a paged software pipeline's lowering
+        seqlen = T.bind(seqlens[bz])
+        first = T.bind(bx * T.ceildiv(T.ceildiv(seqlen, block_N), num_splits)) if num_splits > 1 else 0
+        return At(seqlen, first, table, bx, by, bz)
 
     grid = (num_splits, kv_heads, batch)
     if not paged and num_splits == 1:

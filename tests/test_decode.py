@@ -189,14 +189,18 @@ def test_a_grid_smaller_than_the_gpu_streams_on_fewer_sms():
 @pytest.mark.parametrize("page_size", [16, 128])
 def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
     """The best warp-specialized plan of a paged split kernel lowers for sm_90a: TMA loads whose page index
-    comes from the block table, wgmma; nvcc compiles it without spills where installed. (Warp-specialized:
-    a software-pipelined plan of this dynamic-length loop takes minutes of TileLang's simplifier to lower.)"""
+    comes from the block table, wgmma; each role reads the sequence's length once, into a variable (spelled
+    out in every mask and page index, its loads took TVM's simplifier minutes of a software pipeline's lowering);
+    nvcc compiles it without spills where installed. (Warp-specialized: a software-pipelined plan of this
+    dynamic-length loop still takes TileLang's simplifier over a minute to lower.)"""
     graph, problem, tile = _graph(batch=2, kv_len=4096, page_size=page_size, block_N=64, num_splits=4)
     func = T.build(**problem, **tile)
     result = schedule(func, H100)
     plan = next(c.plan for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED)
     src = lower(func, H100, plan=plan, pass_configs=T.pass_configs).kernel_source
     assert "tma_load" in src and "wgmma" in src and "block_table[" in src
+    reads = [line.strip() for line in src.splitlines() if "cache_seqlens[" in line and "__global__" not in line]
+    assert len(reads) == len(plan.roles) and all(re.match(r"int \w+ = cache_seqlens\[", r) for r in reads), reads
     if shutil.which("nvcc") is not None:
         compiles_without_spills(src, tmp_path, "decode")
 
