@@ -238,6 +238,12 @@ def _bind_id(position: int) -> str:
     return f"bind_{position}"
 
 
+def _is_bind_op(stmt: tirx.Stmt) -> bool:
+    """Whether ``stmt`` is a prologue's scalar Bind named as a ws op (:func:`_bind_id`)."""
+    return (isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID and isinstance(stmt.body, tirx.Bind)
+            and text(stmt.value.value).startswith("bind_"))
+
+
 def _drain_id(role: str) -> str:
     return f"drain_{role}"
 
@@ -484,12 +490,19 @@ class _TileWalk:
         coords = list(_walked(self.plan.tile_order, tile % (gx * gy) if z is not None else tile, gx, gy))
         if group > 1:
             coords[axis] = coords[axis] * group + x % group
-        binds, subst = self._bind({x: coords[0], y: coords[1], z: tile // (gx * gy) if z is not None else None})
-        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts])
-        if total % units:
+        guarded = total % units != 0
+        # the template's Binds (its per-tile sizes, read from the tile's z) run before the guard, where each role's
+        # later ops can see them, so a past-the-end tile's z is clamped there
+        gz = grid[2] if guarded and any(_is_bind_op(s) for s in stmts) else None
+        binds, subst = self._bind({x: coords[0], y: coords[1],
+                                   z: (tirx.min(tile // (gx * gy), gz - 1) if gz else tile // (gx * gy))
+                                   if z is not None else None})
+        lead = [tirx.stmt_functor.substitute(s, subst) for s in stmts if _is_bind_op(s)]
+        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts if not _is_bind_op(s)])
+        if guarded:
             body = tirx.IfThenElse(tile < total, body, None)
         return [tirx.For(step, 0, -(-total // units), tirx.ForKind.SERIAL,
-                         _seq([tirx.Bind(tile, step * units + unit), *binds, body]),
+                         _seq([tirx.Bind(tile, step * units + unit), *binds, *lead, body]),
                          annotations={WS_OP_ID: TILES_ID})]
 
     def _k_range(self, stmt: tirx.Stmt, k0: Any, k1: Any) -> tirx.Stmt:

@@ -205,6 +205,20 @@ def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
         compiles_without_spills(src, tmp_path, "decode")
 
 
+def test_a_persistent_plan_binds_the_length_before_its_last_steps_guard():
+    """A persistent warp-specialized plan whose blocks do not divide the grid guards its last step; the length
+    each role binds (read from the tile's sequence, clamped to the batch there) comes before that guard, where the
+    role's copies can see it (a9fc57c put it under the guard, which TileLang refused; GPU tests on one H200)."""
+    params = {"batch": 3, "kv_len": 3000, "ragged": True}
+    problem, default = T.resolve(**params)
+    result, problem, build = schedule_template("decode_attention", "h200", params=params,
+                                               tiles=[{**default, "num_splits": 8, "block_N": 128}])
+    best = next(c for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED and c.plan.persistent)
+    src = lower_planned(build(best), hw.get("h200").tvm_target(), T.pass_configs).kernel_source
+    reads = [line.strip() for line in src.splitlines() if "cache_seqlens[" in line and "__global__" not in line]
+    assert len(reads) == len(best.plan.roles) and all("min(" in r and ", 2)]" in r for r in reads), reads
+
+
 # ---------------------------------------------------------------- the fused combine
 _FUSED = {"batch": 1, "kv_len": 1024, "dim": 64, "heads": 8, "kv_heads": 2, "num_splits": 2, "fused_combine": 1}
 
