@@ -493,12 +493,14 @@ class _TileWalk:
         guarded = total % units != 0
         # the template's Binds (its per-tile sizes, read from the tile's z) run before the guard, where each role's
         # later ops can see them, so a past-the-end tile's z is clamped there
-        gz = grid[2] if guarded and any(_is_bind_op(s) for s in stmts) else None
-        binds, subst = self._bind({x: coords[0], y: coords[1],
-                                   z: (tirx.min(tile // (gx * gy), gz - 1) if gz else tile // (gx * gy))
-                                   if z is not None else None})
-        lead = [tirx.stmt_functor.substitute(s, subst) for s in stmts if _is_bind_op(s)]
-        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in stmts if not _is_bind_op(s)])
+        lead = [s for s in stmts if _is_bind_op(s)]
+        rest = [s for s in stmts if not _is_bind_op(s)]
+        cz = tile // (gx * gy) if z is not None else None
+        if cz is not None and guarded and lead:
+            cz = tirx.min(cz, grid[2] - 1)
+        binds, subst = self._bind({x: coords[0], y: coords[1], z: cz})
+        lead = [tirx.stmt_functor.substitute(s, subst) for s in lead]
+        body = _seq([tirx.stmt_functor.substitute(s, subst) for s in rest])
         if guarded:
             body = tirx.IfThenElse(tile < total, body, None)
         return [tirx.For(step, 0, -(-total // units), tirx.ForKind.SERIAL,
