@@ -92,10 +92,14 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         loop, so each is a copy sTask of its own."""
         return [(g, c) for g in range(pack if pack > 1 else 0) for c in range(0, dim, _PANEL)]
 
+    def row(i):
+        """Tile row ``i``'s query within the block (its head's slice where packed)."""
+        return i % per if pack > 1 else i
+
     def query(rows: _Rows, i):
         """Row ``i``'s query as a key position: causal aligned bottom-right shifts it by the keys before the
         first query."""
-        q = rows.qb * per + (i % per if pack > 1 else i)
+        q = rows.qb * per + row(i)
         if isinstance(rows.sk, int) and rows.sk == rows.sq:
             return q
         return q + rows.sk - rows.sq
@@ -164,15 +168,16 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         # the output tile is staged through Q_shared: Q is dead after the loop, and the
         # shared memory this saves is what lets head dim 256 keep two K/V stages
         T.copy(acc_o, Q_shared)
-        if packed:
+        if packed:  # row by row up to the sequence's end (each packed head's rows at its head)
             for i, d in T.Parallel(block_M, dim):
-                if rows.qb * block_M + i < rows.sq:
-                    O[rows.q0 + rows.qb * block_M + i, rows.h, d] = Q_shared[i, d]
+                if rows.qb * per + row(i) < rows.sq:
+                    O[rows.q0 + rows.qb * per + row(i), rows.h + i // per if pack > 1 else rows.h, d] = Q_shared[i, d]
         elif pack == 1:
             T.copy(Q_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
-        for g, c in head_panels():
-            T.copy(Q_shared[g * per:(g + 1) * per, c:c + _PANEL],
-                   seq(O, rows, rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)))
+        else:
+            for g, c in head_panels():
+                T.copy(Q_shared[g * per:(g + 1) * per, c:c + _PANEL],
+                       seq(O, rows, rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)))
 
     return program
 
@@ -272,7 +277,7 @@ def build_flash_attention_qkv(
 
 def build_flash_attention_varlen(
     batch: int, heads: int, kv_heads: int, max_seqlen_q: int, max_seqlen_k: int, dim: int, causal: bool,
-    softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int,
+    softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
     q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (),
 ):
     """``O = softmax(Q K^T * scale) V`` per sequence and head over packed ``[total, heads, dim]`` tensors: sequence
@@ -280,32 +285,35 @@ def build_flash_attention_varlen(
     cu_seqlens_k[b + 1]``. ``total_q``/``total_k`` are symbolic: one kernel serves every batch whose sequences
     are at most ``max_seqlen_q``/``max_seqlen_k`` long. The grid covers ``max_seqlen_q``; a block past its
     sequence's queries reads no key block. ``q_strides``, ``k_strides``, ``v_strides``: a view's token and head
-    strides in elements (the heads of a fused projection); ``()``: packed."""
+    strides in elements (the heads of a fused projection); ``()``: packed. ``pack_gqa``: a block takes every query
+    head of one key/value head, ``block_M // groups`` queries of each."""
     total_q, total_k = T.dynamic("total_q"), T.dynamic("total_k")
     q_shape = (total_q, heads, dim)
     kv_shape = (total_k, kv_heads, dim)
     q_type, k_type, v_type = _views(dtype, (q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides))
     capacity = T.ceildiv(max_seqlen_k, block_N)  # bounds the trip count for extraction
-    n_query_blocks = T.ceildiv(max_seqlen_q, block_M)
+    pack = heads // kv_heads if pack_gqa else 1
+    per = block_M // pack
+    n_query_blocks = T.ceildiv(max_seqlen_q, per)
 
     def kv_blocks(rows: _Rows):
         """Key blocks the query block attends to, none past its sequence's queries; at most ``capacity``."""
         seen = T.ceildiv(rows.sk, block_N)
         if causal:
-            seen = T.max(0, T.min(seen, T.ceildiv((rows.qb + 1) * block_M + rows.sk - rows.sq, block_N)))
+            seen = T.max(0, T.min(seen, T.ceildiv((rows.qb + 1) * per + rows.sk - rows.sq, block_N)))
         # at least one: a block without keys (past its sequence's queries, or whose queries see none) runs one
         # fully masked step and stores zeros or nothing, where a trip count that may be 0 makes TileLang guard
         # every statement of the pipeline's first step and ptxas serialize the wgmmas (C7514): 1.6x slower
-        return T.max(1, T.min(capacity, T.if_then_else(rows.qb * block_M < rows.sq, seen, 0)))
+        return T.max(1, T.min(capacity, T.if_then_else(rows.qb * per < rows.sq, seen, 0)))
 
     program = _tile_program(dim, dtype, causal, True, True, _scale(softmax_scale, dim), heads // kv_heads,
-                            block_M, block_N, num_stages, kv_blocks)
+                            block_M, block_N, num_stages, kv_blocks, pack=pack)
 
     def rows_of(cu_q, cu_k, bx, by, bz) -> _Rows:
         # bound once: spelled out in every mask, bound and address, the two loads each took TVM's simplifier
         # 4-6 minutes over an A100's software pipeline (30 s bound)
         q0, k0 = T.bind(cu_q[bz]), T.bind(cu_k[bz])
-        return _Rows(bz, by, _query_block(bx, n_query_blocks, causal), q0, k0,
+        return _Rows(bz, by * pack if pack > 1 else by, _query_block(bx, n_query_blocks, causal), q0, k0,
                      T.bind(cu_q[bz + 1] - q0), T.bind(cu_k[bz + 1] - k0))
 
     @T.prim_func
@@ -314,7 +322,7 @@ def build_flash_attention_varlen(
         cu_seqlens_q: T.Tensor((batch + 1,), "int32"), cu_seqlens_k: T.Tensor((batch + 1,), "int32"),
         O: T.Tensor(q_shape, dtype),
     ):
-        with T.Kernel(n_query_blocks, heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(n_query_blocks, heads // pack, batch, threads=threads) as (bx, by, bz):
             program(Q, K, V, O, rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz))
 
     # priced as if every sequence were the longest (as the template's flops count it)
@@ -567,8 +575,8 @@ def _varlen_flops(problem: Mapping[str, Any]) -> float:
     return 4.0 * p["batch"] * p["heads"] * p["dim"] * visible_pairs(p["max_seqlen_q"], p["max_seqlen_k"], p["causal"])
 
 
-_TILE = {"block_M": 128, "block_N": 128, "threads": 256}
-_TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256)}
+_TILE = {"block_M": 128, "block_N": 128, "threads": 256, "pack_gqa": 0}
+_TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256), "pack_gqa": (0, 1)}
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
 # 192 query rows over three consumer warpgroups ran 1.01-1.12x the best 128-row tile at head dim 64 (4k and 16k
 # tokens) and 80-key blocks 1.02-1.04x 64-key ones at 256 on one H100
@@ -576,7 +584,6 @@ _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (
 _HEAD_TILES = {("block_M", 192): 64, ("block_N", 80): 256}
 _COMMON = {"dim": 128, "causal": False, "softmax_scale": 0.0, "dtype": "float16"}
 
-_PACKED_TILE_SPACE = {**_TILE_SPACE, "pack_gqa": (0, 1)}  # the [batch, seqlen, heads, dim] templates
 _STRIDES = {"q_strides": (), "k_strides": (), "v_strides": ()}  # () packed; else the strides of all dims but D
 
 FLASH_ATTENTION = Template(
@@ -585,8 +592,8 @@ FLASH_ATTENTION = Template(
     reference=_reference,
     problem={"batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "seq_len_q": 0, "seq_len_k": 0, **_COMMON,
              **_STRIDES},
-    tile={**_TILE, "pack_gqa": 0},
-    tile_space=dict(_PACKED_TILE_SPACE),
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
     make_inputs=_make_inputs,
     flops=_flops,
     out_idx=(3,),
@@ -602,8 +609,8 @@ FLASH_ATTENTION_QKV = Template(
     builder=build_flash_attention_qkv,
     reference=_qkv_reference,
     problem={"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 4096, **_COMMON, "causal": True},
-    tile={**_TILE, "pack_gqa": 0},
-    tile_space=dict(_PACKED_TILE_SPACE),
+    tile=dict(_TILE),
+    tile_space=dict(_TILE_SPACE),
     make_inputs=_make_qkv_inputs,
     flops=lambda p: _flops({**p, "seq_len_q": 0, "seq_len_k": 0}),
     out_idx=(1,),

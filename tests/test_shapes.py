@@ -405,6 +405,17 @@ def test_varlen_grid_and_trip_bound():
     assert g.buffers["Q"].shape == (3 * 700, 4, 128) and g.symbols == {"total_q": 3 * 700, "total_k": 3 * 1500}
 
 
+def test_varlen_packs_a_key_value_heads_queries_into_one_block():
+    """GQA packed on packed sequences: a block holds 32 queries of each of the 4 query heads of one key/value
+    head, so the grid has a block per key/value head and 32 queries, and each head's query tile is its own TMA
+    copy (one per 64-column panel)."""
+    g = _graph("flash_attention_varlen", batch=3, heads=8, kv_heads=2, max_seqlen_q=700, max_seqlen_k=1500,
+               causal=True, block_M=128, block_N=128, threads=256, pack_gqa=1)
+    assert g.grid == {"bx": 22, "by": 2, "bz": 3} and g.loop.trip_count == 12
+    q_copies = [t for t in g.stasks if t.op.value == "copy" and t.reads[0].buffer == "Q"]
+    assert len(q_copies) == 4 * 2 and {t.tile_shape for t in q_copies} == {(32, 64)}
+
+
 # ---------------------------------------------------------------- any shape: searched, planned, lowered
 FA_PINS = {"block_M": 128, "block_N": 128, "threads": 256}  # one tile: the plans of it are what is tested here
 LOWERED = [
@@ -426,6 +437,8 @@ LOWERED = [
     ("chunk_scan", {"seqlen": 1000, "heads": 8}, "a100"),
     ("flash_attention_varlen", {"batch": 3, "heads": 4, "kv_heads": 2, "max_seqlen_q": 700, "max_seqlen_k": 1500,
                                 "causal": True, **FA_PINS}, "a100"),
+    ("flash_attention_varlen", {"batch": 3, "heads": 8, "kv_heads": 2, "max_seqlen_q": 700, "max_seqlen_k": 1500,
+                                "causal": True, "pack_gqa": 1, **FA_PINS}, "h100"),
 ]
 
 
@@ -497,8 +510,8 @@ def test_the_score_mask_follows_a_qk_wgmma_that_starts_from_zero(lowered):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("i", [0, 4, 6, 7, 12], ids=["gemm", "fa-more-queries", "varlen", "fa-packed-gqa",
-                                            "varlen-a100"])
+@pytest.mark.parametrize("i", [0, 4, 6, 7, 12, 13], ids=["gemm", "fa-more-queries", "varlen", "fa-packed-gqa",
+                                                "varlen-a100", "varlen-packed-gqa"])
 def test_ragged_kernels_compile_with_nvcc(lowered, tmp_path, i):
     _, src = _lowered(lowered, i)
     compiles_without_spills(src, tmp_path)

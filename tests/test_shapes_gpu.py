@@ -157,13 +157,14 @@ def _packed(gen, lengths_q: list[int], lengths_k: list[int], problem: dict) -> t
             randn(sum(lengths_k), problem["kv_heads"]), cu_q, cu_k)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_varlen_attention_one_kernel_for_every_batch(gen, causal):
+@pytest.mark.parametrize("causal, pack_gqa", [(False, 0), (True, 0), (False, 1), (True, 1)])
+def test_varlen_attention_one_kernel_for_every_batch(gen, causal, pack_gqa):
     """One compiled kernel (packed totals symbolic) over batches of other lengths: ragged, a sequence with more
-    queries than keys, one with no keys (its queries give 0), one of a single query; then fewer, longer ones."""
+    queries than keys, one with no keys (its queries give 0), one of a single query; then fewer, longer ones.
+    ``pack_gqa``: a block holds 32 queries of each of a key/value head's four query heads."""
     template, kernel, problem = _searched("flash_attention_varlen", {
         "batch": 4, "heads": 8, "kv_heads": 2, "max_seqlen_q": 1000, "max_seqlen_k": 1500, "causal": causal,
-        **FA_TILE})
+        "pack_gqa": pack_gqa, **FA_TILE})
     for lengths_q, lengths_k in (([1000, 300, 1, 200], [1500, 500, 64, 0]), ([700, 999, 1000, 5],
                                                                              [1500, 1499, 129, 128])):
         _check(f"varlen causal={causal} {lengths_q} {lengths_k}", template, kernel,

@@ -4,8 +4,9 @@ With ``ops.configure(dynamic_tokens=True)``, ``ops.attention`` over ``[batch, se
 packed batch of equal lengths on the ``flash_attention_varlen`` kernel of the lengths' buckets (the next power of
 two), so a model compiles one kernel per bucket instead of one per length. Per LLaMA-3-8B attention shape
 (32 query heads, 8 key/value heads, head dim 128, causal, batch 1, bf16): the op with the exact length's kernel,
-the op on the bucket's kernel, and cuDNN/FlashAttention-2 SDPA as PyTorch picks it (``enable_gqa``), each output
-checked against float32 on fresh random inputs (NaN-prefilled), CUDA-graph replay in alternating rounds.
+the op on the bucket's kernel, the bucket's kernel with GQA packed and not (the search's best plan of each,
+``pack_gqa`` pinned), and cuDNN/FlashAttention-2 SDPA as PyTorch picks it (``enable_gqa``), each output checked
+against float32 on fresh random inputs (NaN-prefilled), CUDA-graph replay in alternating rounds.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.dynamic_attention $OUT``.
 Writes ``dynamic_attention.json``.
@@ -19,10 +20,12 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.experiments.variants import bucket_stores, compare_buckets, save_rows, store_kernels, through
-from pt_tvm import ops
+from pt_tvm import hw, ops, templates
+from pt_tvm.compiler import schedule_template
+from pt_tvm.templates.base import bucket
 from pt_tvm.templates.flash_attention import visible_pairs
 
-SEQLENS = (777, 2500)
+SEQLENS = (777, 1500, 2500)
 HEADS, KV_HEADS, DIM, DTYPE = 32, 8, 128, torch.bfloat16
 
 
@@ -39,6 +42,20 @@ def _sdpa(q, k, v):
                                           enable_gqa=True).transpose(1, 2)
 
 
+def _pinned(L: int, pack: int):
+    """The bucket's varlen kernel (the search's best plan with ``pack_gqa`` pinned) over a ``[1, L, ...]`` batch
+    viewed as one packed sequence, as the op calls it."""
+    vdev = hw.from_device()
+    params = {"batch": 1, "heads": HEADS, "kv_heads": KV_HEADS, "max_seqlen_q": bucket(L), "max_seqlen_k": bucket(L),
+              "dim": DIM, "causal": True, "dtype": "bfloat16", "pack_gqa": pack}
+    result, _, build = schedule_template("flash_attention_varlen", vdev, params=params)
+    plan = f"{result.best.plan.tile} {result.best.note}"
+    print(f"L={L} pack_gqa={pack}: {plan}", flush=True)
+    kernel = templates.get("flash_attention_varlen").compile(build(), vdev.tvm_target())
+    cu = torch.tensor([0, L], dtype=torch.int32, device="cuda")
+    return (lambda q, k, v: kernel(*(t.view(-1, *t.shape[2:]) for t in (q, k, v)), cu, cu).view(q.shape)), plan
+
+
 def main(out_dir):
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")  # the ops log each schedule choice
     t0 = time.time()
@@ -52,10 +69,16 @@ def main(out_dir):
             return tuple(torch.randn(1, L, h, DIM, generator=g, device="cuda").to(DTYPE)
                          for h in (HEADS, KV_HEADS, KV_HEADS))
 
-        info = compare_buckets(f"L={L:<5}", fns, "sdpa", make, _reference, 2 * L * (HEADS + 2 * KV_HEADS) * DIM,
+        pinned = {f"bucket, pack_gqa={p}": _pinned(L, p) for p in (0, 1)}
+        info = compare_buckets(f"L={L:<5}", {**fns, **{n: fn for n, (fn, _) in pinned.items()}}, "sdpa", make,
+                               _reference,
+                               2 * L * (HEADS + 2 * KV_HEADS) * DIM,
                                4 * HEADS * DIM * visible_pairs(L, L, causal=True), "bfloat16")
+        print("  " + "  ".join(f"{n} {info[n]['ms'] / info['exact']['ms']:.3f}" for n in pinned) + " of exact",
+              flush=True)
         rows.append({"seqlen": L, "heads": HEADS, "kv_heads": KV_HEADS, "dim": DIM, "causal": True,
-                     "kernels": store_kernels(stores), "systems": info})
+                     "kernels": store_kernels(stores), "pinned_plans": {n: p for n, (_, p) in pinned.items()},
+                     "systems": info})
         save_rows(out_dir, "dynamic_attention", rows)
     print(f"total {time.time() - t0:.0f} s")
 
