@@ -168,10 +168,12 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         # the output tile is staged through Q_shared: Q is dead after the loop, and the
         # shared memory this saves is what lets head dim 256 keep two K/V stages
         T.copy(acc_o, Q_shared)
-        if packed:  # row by row up to the sequence's end (each packed head's rows at its head)
-            for i, d in T.Parallel(block_M, dim):
-                if rows.qb * per + row(i) < rows.sq:
-                    O[rows.q0 + rows.qb * per + row(i), rows.h + i // per if pack > 1 else rows.h, d] = Q_shared[i, d]
+        if packed:  # row by row up to the sequence's end, a loop a packed head (its head index then a constant
+            # of the loop, so the stores vectorize: one loop over all heads stored an element at a time, 1.35x slower)
+            for g in range(pack):
+                for i, d in T.Parallel(per, dim):
+                    if rows.qb * per + i < rows.sq:
+                        O[rows.q0 + rows.qb * per + i, rows.h + g, d] = Q_shared[g * per + i, d]
         elif pack == 1:
             T.copy(Q_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
         else:
