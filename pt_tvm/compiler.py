@@ -91,8 +91,8 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
 
     result = search_tiles(cands, graph_of, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
                           flops=template.flops(problem), jobs=jobs)
-    if template.extra_seconds is not None:
-        result = _with_extra_seconds(result, lambda tile: template.extra_seconds(problem, tile, vdev))
+    if template.extra_seconds is not None or template.padding_scale is not None:
+        result = _adjusted(result, template, problem, vdev)
 
     def build(candidate: Candidate | None = None) -> Any:
         c = candidate or result.best
@@ -101,11 +101,17 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
     return result, problem, build
 
 
-def _with_extra_seconds(result: SearchResult, extra: Callable[[Mapping[str, Any]], float]) -> SearchResult:
-    """``result`` with ``extra(tile)`` seconds (a template's other kernels) added to each plan of the tile,
-    re-ranked."""
-    ranked = sorted((replace(c, estimate=replace(c.estimate, seconds=c.seconds + extra(c.plan.tile)))
-                     for c in result.ranked), key=lambda c: (c.seconds, c.note))
+def _adjusted(result: SearchResult, template: templates.Template, problem: Mapping[str, Any],
+              vdev: hw.VDevice) -> SearchResult:
+    """``result`` with each plan's price times the template's padding scale at its tile, plus the seconds of the
+    template's other kernels there, re-ranked."""
+    def adjusted(c: Candidate) -> Candidate:
+        tile = c.plan.tile
+        scale = template.padding_scale(problem, tile) if template.padding_scale else 1.0
+        extra = template.extra_seconds(problem, tile, vdev) if template.extra_seconds else 0.0
+        return replace(c, estimate=replace(c.estimate, seconds=c.seconds * scale + extra))
+
+    ranked = sorted(map(adjusted, result.ranked), key=lambda c: (c.seconds, c.note))
     return replace(result, best=ranked[0], ranked=tuple(ranked))
 
 

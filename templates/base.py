@@ -92,6 +92,9 @@ class Template:
     extra_seconds : Callable or None
         ``extra_seconds(problem, tile, vdev)``: predicted time of the template's other kernels
         at that tile (a split-KV decode's combine), which the search adds to each plan of the tile.
+    padding_scale : Callable or None
+        ``padding_scale(problem, tile)``: the factor on each plan's price of the tile for work its sTask-graph
+        cannot see: rows that lengths known only at run time leave past a sequence's end (varlen attention).
     """
 
     name: str
@@ -108,6 +111,7 @@ class Template:
     doc: str = ""
     pass_configs: Mapping[str, Any] = field(default_factory=dict)
     extra_seconds: Callable[[Mapping[str, Any], Mapping[str, Any], Any], float] | None = None
+    padding_scale: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
         """Split ``overrides`` into (problem, tile) dicts over the defaults and check that tile; unknown keys

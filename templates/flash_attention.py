@@ -577,6 +577,19 @@ def _varlen_flops(problem: Mapping[str, Any]) -> float:
     return 4.0 * p["batch"] * p["heads"] * p["dim"] * visible_pairs(p["max_seqlen_q"], p["max_seqlen_k"], p["causal"])
 
 
+def _varlen_padding(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> float:
+    """The varlen kernel's price factor for the rows past its sequences' ends. Its sTask-graph prices every
+    sequence at the longest, in whole query blocks; at run time a sequence's last block holds on average
+    ``(rows - 1) / 2`` rows a head past its end (the remainders taken as uniform), each computing as a row of the
+    block does, and under a causal mask that block is the sequence's heaviest (twice the mean row's keys). A
+    sequence is taken as three quarters of the longest (the ops' buckets hold lengths from half the bucket up).
+    GQA packed cuts the rows a head to ``block_M // groups``: the bucket's kernel packed ran 1.05-1.09x faster at
+    777-2500 tokens on one H200 (benchmarks/results/2026-11-30-h200-varlen-pack), where the graph prices the two
+    within 2.5%."""
+    rows = tile["block_M"] // (problem["heads"] // problem["kv_heads"] if tile.get("pack_gqa") else 1)
+    return 1 + (2 if problem["causal"] else 1) * (rows - 1) / (2 * 0.75 * problem["max_seqlen_q"])
+
+
 _TILE = {"block_M": 128, "block_N": 128, "threads": 256, "pack_gqa": 0}
 _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256), "pack_gqa": (0, 1)}
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
@@ -634,6 +647,7 @@ FLASH_ATTENTION_VARLEN = Template(
     flops=_varlen_flops,
     out_idx=(5,),
     check=_check_varlen,
+    padding_scale=_varlen_padding,
     doc="Attention forward over packed [total, heads, D] sequences with int32 cu_seqlens_q/k (flash_attn_varlen_func; "
         "call kernel(q, k, v, cu_seqlens_q, cu_seqlens_k) -> o); flops as if every sequence were max_seqlen long; "
         "q/k/v_strides: views (total, heads strides), () packed.",

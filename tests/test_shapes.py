@@ -416,6 +416,25 @@ def test_varlen_packs_a_key_value_heads_queries_into_one_block():
     assert len(q_copies) == 4 * 2 and {t.tile_shape for t in q_copies} == {(32, 64)}
 
 
+def test_the_varlen_search_prices_rows_past_the_sequences_ends():
+    """The varlen graph prices every sequence at the longest, where packed and unpacked tiles cost alike (the
+    packed one's per-head copies a little more); the template's padding scale prices the rows a sequence's last
+    query block holds past its end (63.5 of 128 rows a head on average, 15.5 of 32 packed; twice the weight under
+    a causal mask, over three quarters of 1024 queries), so the search packs LLaMA-3-8B's bucket of 1024."""
+    tmpl = templates.get("flash_attention_varlen")
+    problem = dict(tmpl.problem, batch=1, heads=32, kv_heads=8, max_seqlen_q=1024, max_seqlen_k=1024, causal=True)
+    tile = dict(tmpl.tile, block_M=128)
+    assert tmpl.padding_scale(problem, tile) == pytest.approx(1 + 127 / 768)
+    assert tmpl.padding_scale(problem, {**tile, "pack_gqa": 1}) == pytest.approx(1 + 31 / 768)
+    assert tmpl.padding_scale({**problem, "causal": False}, tile) == pytest.approx(1 + 127 / 1536)
+    result, _, _ = schedule_template("flash_attention_varlen", "h200", params={**problem, "dtype": "bfloat16"})
+    assert result.best.plan.tile["pack_gqa"] == 1
+    unpacked = next(c for c in result.ranked if c.plan.tile["pack_gqa"] == 0)
+    graph_price = {c.plan.tile["pack_gqa"]: c.seconds / tmpl.padding_scale(problem, c.plan.tile)
+                   for c in (result.best, unpacked)}
+    assert graph_price[0] <= graph_price[1] * 1.03  # the graph alone does not tell them apart
+
+
 # ---------------------------------------------------------------- any shape: searched, planned, lowered
 FA_PINS = {"block_M": 128, "block_N": 128, "threads": 256}  # one tile: the plans of it are what is tested here
 LOWERED = [
