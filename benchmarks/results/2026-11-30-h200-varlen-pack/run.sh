@@ -1,5 +1,7 @@
 #!/bin/bash
-# GQA packed on the varlen kernel (pack_gqa, COMMIT), one H200 (nvidia-h200), one device call carrying .gpu-bundle:
+# GQA packed on the varlen kernel (pack_gqa, COMMIT), one H200 (nvidia-h200), one device call carrying .gpu-bundle,
+# run at afd3b57 (packed stores an element at a time), 9c67068 (vectorized) and 140a15c (the search packs the
+# bucket's kernel), each call's $OUT kept as COMMIT/:
 #   dense LLaMA-3-8B attention on the bucket's varlen kernel, packed and not (benchmarks.experiments.dynamic_attention),
 #   then the GPU tests of the varlen kernel and the attention ops.
 #   bash benchmarks/results/2026-11-30-h200-varlen-pack/run.sh COMMIT
