@@ -22,6 +22,5 @@ for f in decode_attention.py; do cp ab-before/$f templates/$f; done
 for f in apply.py extract.py ir.py; do cp ab-before/$f passes/$f; done
 PT_TVM_GIT_COMMIT="$1 with ab-before" python -m benchmarks.experiments.decode_split run $plans $OUT/before \
   > $OUT/before/log.txt 2>&1
-git checkout -q -- templates passes
 zcat $OUT/gpu-tests.txt.gz | head -8
 for f in after before; do echo "== $f"; tail -5 $OUT/$f/log.txt; done
