@@ -33,7 +33,7 @@ from pt_tvm.verify import verify
 
 from .carry import GEMM_OPS, WG_WAIT, carried
 from .extract import graph_for
-from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, own_id, text, top_level
+from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, text, top_level
 from .materialize import materialized
 from .multicast import clustered
 
@@ -244,27 +244,6 @@ def _is_bind_op(stmt: tirx.Stmt) -> bool:
             and text(stmt.value.value).startswith("bind_"))
 
 
-def _step_bind_id(position: int) -> str:
-    """ws op id of the scalar Bind at ``position`` in the loop's body (a value of the step: a page's index)."""
-    return f"step_bind_{position}"
-
-
-def _step_binds(body: list[tirx.Stmt]) -> dict[str, set[str]]:
-    """The ws op ids of the loop body's scalar Binds, each with the ws op ids of the statements that read its
-    variable: a role binds it where it runs one of them."""
-    readers = {}
-    for i, b in enumerate(body):
-        if isinstance(b, tirx.Bind):
-            readers[_step_bind_id(i)] = {own_id(s) for s in body if own_id(s) and _reads(s, b.var)}
-    return readers
-
-
-def _reads(stmt: tirx.Stmt, var: tirx.Var) -> bool:
-    found = []
-    tirx.stmt_functor.post_order_visit(stmt, lambda n: found.append(True) if n.same_as(var) else None)
-    return bool(found)
-
-
 def _drain_id(role: str) -> str:
     return f"drain_{role}"
 
@@ -327,8 +306,6 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
     pro, body, epi = (_stamp_all(part, stamped, waits) for part in (pro, body, epi))
     binds = [_bind_id(i) for i, s in enumerate(pro) if isinstance(s, tirx.Bind)]
     pro = [_op(_bind_id(i), s) if isinstance(s, tirx.Bind) else s for i, s in enumerate(pro)]
-    step_binds = _step_binds(body)
-    body = [_op(_step_bind_id(i), s) if isinstance(s, tirx.Bind) else s for i, s in enumerate(body)]
     drains = [_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)]
     epi = [*drains, *(walk.finish(epi, plan, graph, block) if plan.stream_k else epi)]
     barriers = handoff_barriers(plan, vdev)
@@ -346,7 +323,7 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
         num_warps=plan.num_warps,
         roles=[T.WSRole(r.name, warps_lo=r.warp_lo, warps_hi=r.warp_hi, max_nreg=r.max_nreg) for r in plan.roles],
         pipelines=[T.WSPipeline(p.name, [buffers[b] for b in p.buffers], depth=p.depth) for p in plan.pipelines],
-        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph, step_binds)), *_tile_scopes(plan, graph, binds)],
+        scopes=[T.WSScope(graph.loop.id, _loop_bodies(plan, graph)), *_tile_scopes(plan, graph, binds)],
     )
     ann = dict(block.annotations)
     ann[_WS_SCHEDULE] = schedule
@@ -377,10 +354,7 @@ def _bracket(entries: list[Any], pipes: list[Pipeline], touches, role_is_produce
     return out
 
 
-def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph, binds: Mapping[str, set[str]]) -> dict[str, list]:
-    """Per role: its loop statements in the plan's order, each step bind (``binds``: id -> the ops that read it)
-    before the first of its readers the role runs, the turns, the waits of gemms in flight and the pipelines'
-    brackets."""
+def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph) -> dict[str, list]:
     pipes = [p for p in plan.pipelines if p.scope == "loop"]
     waits: dict[str, list[str]] = {}  # waiter -> the waits placed before it, oldest gemm first
     for gemm, waiter in plan.in_flight().items():
@@ -400,7 +374,6 @@ def _loop_bodies(plan: ExecutionPlan, graph: STaskGraph, binds: Mapping[str, set
             if h and a.stask == h.first:
                 ids.append(_turn_ids(h)[1])
             ids += [_wait_id(g) for g in sorted(waits.get(a.stask, ()), key=issue.__getitem__)]
-            ids += [b for b, readers in binds.items() if a.stask in readers and b not in ids]
             ids.append(a.stask)
             if h and a.stask == h.last:
                 ids.append(_turn_ids(h)[2])

@@ -113,10 +113,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
     body = [s for s in top_level(loop.body) if not isinstance(s, tirx.Bind)]
     pro, epi = stmts[:loops[0]], stmts[loops[0] + 1:]
     ids = stask_ids([*pro, *body, *epi], [_kind_of(s, name) for s in [*pro, *body, *epi]])
-    # the values bound before the loop and in its body (a step's page index), read through where a region's
-    # offset names them
-    block_vars = _Launch.of(grid, [s for s in [*top_level(block.body), *top_level(loop.body)]
-                                   if isinstance(s, tirx.Bind)])
+    block_vars = _Launch.of(grid, [s for s in top_level(block.body) if isinstance(s, tirx.Bind)])
 
     steps = _Steps(loop.loop_var, extent, grid, block_vars.binds)
 

@@ -145,9 +145,7 @@ def is_pipelined(stmt: tirx.Stmt) -> bool:
             and any(k in stmt.annotations for k in PIPELINE_KEYS))
 
 
-def own_id(stmt: tirx.Stmt) -> str:
-    """The ``tl.ws_op_id`` a statement carries (a wrapper's, a tile op call's or a loop's annotation); ``""``
-    if none."""
+def _own_id(stmt: tirx.Stmt) -> str:
     if isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID:
         return annotation_str(stmt.value)
     if isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, tirx.Call) and stmt.value.annotations:
@@ -162,7 +160,7 @@ def stask_ids(stmts: Sequence[tirx.Stmt], kinds: Sequence[str]) -> list[str]:
     counters: dict[str, int] = {}
     out = []
     for stmt, kind in zip(stmts, kinds):
-        own = own_id(stmt)
+        own = _own_id(stmt)
         if own:
             out.append(own)
             continue

@@ -27,6 +27,7 @@ output.
 """
 # No ``from __future__ import annotations``: T.prim_func evaluates the
 # parameter annotations against the builder's locals (shapes, dtype).
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -92,9 +93,7 @@ def build_decode_attention(
     # is no multiple of 128 bytes (a head dim of 96, 80), as TileLang swizzles such tiles
     elem_bytes = torch.finfo(getattr(torch, dtype)).bits // 8
     chunk = next(w for w in (128, 64, 32) if dim * elem_bytes % w == 0) // elem_bytes
-    # Python tuples, so the macro unrolls them: a copy sTask a page and column chunk
-    page_slots = tuple(range(block_N // page_size)) if spans_pages else ()
-    column_chunks = tuple(range(dim // chunk))
+    page_chunks = tuple(itertools.product(range(block_N // page_size), range(dim // chunk))) if spans_pages else ()
     # the fused combine's elements, rows x dim, as whole shares of the threads: a fragment's layout must be
     # one-to-one (4 rows at head dim 80 are 2.5 elements a thread, which TileLang's layout inference refuses)
     combined = math.ceil(rows * dim / threads) * threads
@@ -162,13 +161,10 @@ def build_decode_attention(
                        (at.first + k) * block_N % page_size:(at.first + k) * block_N % page_size
                        + block_N, at.by, :], dst)
         else:  # a page's rows per 128-byte column chunk: one TMA box each (the swizzled tile keeps chunks apart)
-            for p in page_slots:
-                # bound once a page: spelled out in each chunk's address and bounds, the block table's loads took
-                # TVM's simplifier 104 s of a paged software pipeline's lowering (72 s bound)
-                page = T.bind(at.page((at.first + k) * (block_N // page_size) + p))
-                for c in column_chunks:
-                    T.copy(src[page, 0:page_size, at.by, c * chunk:(c + 1) * chunk],
-                           dst[p * page_size:(p + 1) * page_size, c * chunk:(c + 1) * chunk])
+            for p, c in page_chunks:
+                T.copy(src[at.page((at.first + k) * (block_N // page_size) + p), 0:page_size, at.by,
+                           c * chunk:(c + 1) * chunk],
+                       dst[p * page_size:(p + 1) * page_size, c * chunk:(c + 1) * chunk])
 
     @T.macro
     def combine_if_last(O, O_partial, LSE, Semaphore, at):

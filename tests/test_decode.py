@@ -65,14 +65,11 @@ def test_gqa_rows_are_packed_into_one_tile():
 @pytest.mark.parametrize("page_size,copies", [(16, 16), (64, 4), (128, 1), (256, 1)])
 def test_paged_key_block_reads_its_pages(page_size, copies):
     """A key block reads one page slice, or, when pages are shorter than the block, one copy per page and
-    128-byte column chunk (one TMA box each); every copy's page comes from the block table (where pages are
-    shorter, a page's index is bound once for its chunks, and the extraction reads it through: the tile moves
-    with the sequence, ``bz``, whose row of the table it reads)."""
+    128-byte column chunk (one TMA box each); every copy's page comes from the block table."""
     graph, _, _ = _graph(kv_len=2048, page_size=page_size, block_N=128, num_splits=2)
     k = [t for t in graph.loop_stasks if t.op == OpKind.COPY and t.reads[0].buffer == "K"]
     assert len(k) == copies
-    page = "page" if copies > 1 else "block_table[bz"
-    assert all(t.reads[0].offsets[0].startswith(page) and "bz" in t.reads[0].block_vars for t in k)
+    assert all("block_table[bz" in t.reads[0].offsets[0] for t in k)
     assert all(t.bytes == 128 * 128 * 2 // copies for t in k)
 
 
@@ -193,11 +190,9 @@ def test_a_grid_smaller_than_the_gpu_streams_on_fewer_sms():
 def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
     """The best warp-specialized plan of a paged split kernel lowers for sm_90a: TMA loads whose page index
     comes from the block table, wgmma; each role reads the sequence's length once, into a variable (spelled
-    out in every mask and page index, its loads took TVM's simplifier minutes of a software pipeline's lowering),
-    and at 16-key pages the producer reads a page's index once for its column chunks (4 pages of K and of V a
-    key block: 8 reads, where each of the 16 TMA boxes read its own); nvcc compiles it without spills where
-    installed. (Warp-specialized: a software-pipelined plan of this dynamic-length loop still takes TileLang's
-    simplifier over a minute to lower.)"""
+    out in every mask and page index, its loads took TVM's simplifier minutes of a software pipeline's lowering);
+    nvcc compiles it without spills where installed. (Warp-specialized: a software-pipelined plan of this
+    dynamic-length loop still takes TileLang's simplifier over a minute to lower.)"""
     graph, problem, tile = _graph(batch=2, kv_len=4096, page_size=page_size, block_N=64, num_splits=4)
     func = T.build(**problem, **tile)
     result = schedule(func, H100)
@@ -206,7 +201,6 @@ def test_paged_kernel_lowers_for_hopper_and_compiles(page_size, tmp_path):
     assert "tma_load" in src and "wgmma" in src and "block_table[" in src
     reads = [line.strip() for line in src.splitlines() if "cache_seqlens[" in line and "__global__" not in line]
     assert len(reads) == len(plan.roles) and all(re.match(r"int \w+ = cache_seqlens\[", r) for r in reads), reads
-    assert src.count("block_table[") == (8 if page_size == 16 else 2)
     if shutil.which("nvcc") is not None:
         compiles_without_spills(src, tmp_path, "decode")
 
