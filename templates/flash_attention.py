@@ -54,9 +54,9 @@ _PANEL = 64  # columns of one 128-byte swizzle panel of a 16-bit shared tile: a 
 class _Rows:
     """Where a block works: query block ``qb`` of head ``h`` of sequence ``b``, whose queries and keys start at
     rows ``q0``/``k0`` of their tensors' sequence dim and number ``sq``/``sk`` (ints for ``[batch, seqlen, ...]``
-    tensors, expressions of ``cu_seqlens`` for packed ones). The tile program writes these expressions inline:
-    a PrimExpr macro argument would become a let (a ``Bind``), which a warp-specialized plan cannot place in a
-    role (``WSSchedule`` wants it inside a ``T.ws_op``)."""
+    tensors, variables bound from ``cu_seqlens`` before the tile program for packed ones: pt-tvm's
+    warp-specialized emission places such prologue Binds first in every role). The tile program writes these
+    expressions inline; a PrimExpr macro argument would become a let of the macro's own."""
 
     b: Any
     h: Any
