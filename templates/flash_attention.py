@@ -189,6 +189,11 @@ def _scale(softmax_scale: float, dim: int) -> float:
     return LOG2E * softmax_scale if softmax_scale else LOG2E / math.sqrt(dim)
 
 
+def _pack(heads: int, kv_heads: int, pack_gqa: int) -> int:
+    """Query heads one block holds: every query head of a key/value head where GQA is packed, else one."""
+    return heads // kv_heads if pack_gqa else 1
+
+
 def _query_block(bx, n_query_blocks, causal: bool):
     """The query block of launch index ``bx``. A causal mask launches the last, heaviest query blocks first
     (longest processing time first): the light ones then fill the last wave instead of the heavy ones trailing
@@ -238,7 +243,7 @@ def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal:
     """``(program, grid, rows_of)``: the tile program over ``[batch, seqlen, heads, dim]`` tensors, where every
     query block reads the key blocks it sees; the grid's query-block and head dims; the rows of launch index
     ``(bx, by, bz)``. ``pack_gqa``: a block takes every query head of one key/value head."""
-    pack = heads // kv_heads if pack_gqa else 1
+    pack = _pack(heads, kv_heads, pack_gqa)
     per = block_M // pack
     n_blocks, n_query_blocks = T.ceildiv(sk, block_N), T.ceildiv(sq, per)
 
@@ -294,7 +299,7 @@ def build_flash_attention_varlen(
     kv_shape = (total_k, kv_heads, dim)
     q_type, k_type, v_type = _views(dtype, (q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides))
     capacity = T.ceildiv(max_seqlen_k, block_N)  # bounds the trip count for extraction
-    pack = heads // kv_heads if pack_gqa else 1
+    pack = _pack(heads, kv_heads, pack_gqa)
     per = block_M // pack
     n_query_blocks = T.ceildiv(max_seqlen_q, per)
 
@@ -586,7 +591,7 @@ def _varlen_padding(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> floa
     GQA packed cuts the rows a head to ``block_M // groups``: the bucket's kernel packed ran 1.05-1.09x faster at
     777-2500 tokens on one H200 (benchmarks/results/2026-11-30-h200-varlen-pack), where the graph prices the two
     within 2.5%."""
-    rows = tile["block_M"] // (problem["heads"] // problem["kv_heads"] if tile.get("pack_gqa") else 1)
+    rows = tile["block_M"] // _pack(problem["heads"], problem["kv_heads"], tile.get("pack_gqa", 0))
     return 1 + (2 if problem["causal"] else 1) * (rows - 1) / (2 * 0.75 * problem["max_seqlen_q"])
 
 

@@ -71,8 +71,7 @@ def main(out_dir):
 
         pinned = {f"bucket, pack_gqa={p}": _pinned(L, p) for p in (0, 1)}
         info = compare_buckets(f"L={L:<5}", {**fns, **{n: fn for n, (fn, _) in pinned.items()}}, "sdpa", make,
-                               _reference,
-                               2 * L * (HEADS + 2 * KV_HEADS) * DIM,
+                               _reference, 2 * L * (HEADS + 2 * KV_HEADS) * DIM,
                                4 * HEADS * DIM * visible_pairs(L, L, causal=True), "bfloat16")
         print("  " + "  ".join(f"{n} {info[n]['ms'] / info['exact']['ms']:.3f}" for n in pinned) + " of exact",
               flush=True)
