@@ -33,7 +33,18 @@ from pt_tvm.verify import verify
 
 from .carry import GEMM_OPS, WG_WAIT, carried
 from .extract import graph_for
-from .ir import TILES_ID, WS_OP_ID, find_root_block, is_pipelined, launch_info, op_name, text, top_level
+from .ir import (
+    TILES_ID,
+    WS_OP_ID,
+    find_root_block,
+    is_block_exit,
+    is_block_scalar,
+    is_pipelined,
+    launch_info,
+    op_name,
+    text,
+    top_level,
+)
 from .materialize import materialized
 from .multicast import clustered
 
@@ -184,14 +195,15 @@ def _split(block: tirx.SBlock) -> tuple[list, tirx.For, list, list]:
 
 
 def _stamp_all(stmts: list[tirx.Stmt], ids: Any, waits: Mapping[str, tirx.Stmt] | None = None) -> list[tirx.Stmt]:
-    """Each tile-op statement named by the next sTask id; scalar ``Bind`` statements stay as they are.
+    """Each tile-op statement named by the next sTask id; a prologue's scalar statements (``Bind``s, a block's
+    early exit) stay as they are.
 
     A gemm kept in flight is issued without its implicit wait (``wg_wait=-1``) and followed by its
     own wait statement (``waits``), named ``wait_<gemm>``, which the schedule places."""
     waits = waits or {}
     out = []
     for s in stmts:
-        if isinstance(s, tirx.Bind):
+        if is_block_scalar(s):
             out.append(s)
             continue
         sid = next(ids)
@@ -234,13 +246,14 @@ def _drained_roles(plan: ExecutionPlan, graph: STaskGraph) -> list[str]:
 
 
 def _bind_id(position: int) -> str:
-    """ws op id of the scalar Bind at ``position`` in the prologue (a template's per-block sizes, read once)."""
+    """ws op id of the scalar statement at ``position`` in the prologue (a template's per-block sizes, read once;
+    a block's early exit), which every role runs first."""
     return f"bind_{position}"
 
 
 def _is_bind_op(stmt: tirx.Stmt) -> bool:
-    """Whether ``stmt`` is a prologue's scalar Bind named as a ws op (:func:`_bind_id`)."""
-    return (isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID and isinstance(stmt.body, tirx.Bind)
+    """Whether ``stmt`` is a prologue's scalar statement named as a ws op (:func:`_bind_id`)."""
+    return (isinstance(stmt, tirx.AttrStmt) and stmt.attr_key == WS_OP_ID and is_block_scalar(stmt.body)
             and text(stmt.value.value).startswith("bind_"))
 
 
@@ -304,8 +317,8 @@ def _warp_specialize(block: tirx.SBlock, plan: ExecutionPlan, graph: STaskGraph,
     later = wgmma_waits(plan, graph)
     waits = {gemm: _wgmma_wait(later.get(gemm, ()), loop.loop_var) for gemm in plan.in_flight()}
     pro, body, epi = (_stamp_all(part, stamped, waits) for part in (pro, body, epi))
-    binds = [_bind_id(i) for i, s in enumerate(pro) if isinstance(s, tirx.Bind)]
-    pro = [_op(_bind_id(i), s) if isinstance(s, tirx.Bind) else s for i, s in enumerate(pro)]
+    binds = [_bind_id(i) for i, s in enumerate(pro) if is_block_scalar(s)]
+    pro = [_op(_bind_id(i), s) if is_block_scalar(s) else s for i, s in enumerate(pro)]
     drains = [_op(_drain_id(r), tirx.Evaluate(T.wait_wgmma(0))) for r in _drained_roles(plan, graph)]
     epi = [*drains, *(walk.finish(epi, plan, graph, block) if plan.stream_k else epi)]
     barriers = handoff_barriers(plan, vdev)
@@ -455,6 +468,9 @@ class _TileWalk:
             cx, cy = _walked(order, x + y * gx if y is not None else x, gx, gy)
             binds, subst = self._bind({x: cx, y: cy})
             return [*binds, *(tirx.stmt_functor.substitute(s, subst) for s in stmts)]
+        if any(_is_bind_op(s) and is_block_exit(s.body) for s in stmts):
+            raise ScheduleMismatch("a persistent plan walks tiles in a loop, which a block's early exit "
+                                   "(T.thread_return) would leave with tiles undone; plan this kernel as launched")
         if self.plan.stream_k:
             return self._segments(stmts, gx, gy, x, y, z)
         return self._persistent(stmts, x, y, z)

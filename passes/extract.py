@@ -41,6 +41,7 @@ from .ir import (
     ExtractionError,
     annotation_str,
     find_root_block,
+    is_block_scalar,
     is_pipelined,
     launch_info,
     op_name,
@@ -96,7 +97,7 @@ def extract_stask_graph(func: tirx.PrimFunc, target: Any = None, hints: Mapping[
     grid, threads = launch_info(func, block, symbols)
     buffers = _buffers(func, block, symbols)
     binds = {s.var: s.value for s in top_level(block.body) if isinstance(s, tirx.Bind)}
-    stmts = [s for s in top_level(block.body) if not isinstance(s, tirx.Bind)]
+    stmts = [s for s in top_level(block.body) if not is_block_scalar(s)]
     loops = [i for i, s in enumerate(stmts) if is_pipelined(s)]
     if not loops and _has_nested_pipelined(block.body):
         raise ExtractionError(

@@ -22,6 +22,8 @@ __all__ = [
     "symbolic_sizes",
     "top_level",
     "is_pipelined",
+    "is_block_exit",
+    "is_block_scalar",
     "op_name",
     "op_call",
     "STAGE_RELEASE",
@@ -143,6 +145,19 @@ def is_pipelined(stmt: tirx.Stmt) -> bool:
         stmt = stmt.body
     return (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.SERIAL
             and any(k in stmt.annotations for k in PIPELINE_KEYS))
+
+
+def is_block_exit(stmt: tirx.Stmt) -> bool:
+    """Whether ``stmt`` is a block's early exit, ``if cond: T.thread_return()`` (``cond`` uniform over the block:
+    a block with no work, such as one past its packed sequence's queries)."""
+    return (isinstance(stmt, tirx.IfThenElse) and stmt.else_case is None
+            and op_call(stmt.then_case, "tirx.thread_return") is not None)
+
+
+def is_block_scalar(stmt: tirx.Stmt) -> bool:
+    """Whether ``stmt`` is a prologue statement of scalars that every role runs and no sTask holds: a ``Bind``
+    (a per-block size read once) or a block's early exit."""
+    return isinstance(stmt, tirx.Bind) or is_block_exit(stmt)
 
 
 def _own_id(stmt: tirx.Stmt) -> str:

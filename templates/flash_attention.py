@@ -304,14 +304,14 @@ def build_flash_attention_varlen(
     n_query_blocks = T.ceildiv(max_seqlen_q, per)
 
     def kv_blocks(rows: _Rows):
-        """Key blocks the query block attends to, none past its sequence's queries; at most ``capacity``."""
+        """Key blocks the query block attends to; at most ``capacity``."""
         seen = T.ceildiv(rows.sk, block_N)
         if causal:
             seen = T.max(0, T.min(seen, T.ceildiv((rows.qb + 1) * per + rows.sk - rows.sq, block_N)))
-        # at least one: a block without keys (past its sequence's queries, or whose queries see none) runs one
-        # fully masked step and stores zeros or nothing, where a trip count that may be 0 makes TileLang guard
-        # every statement of the pipeline's first step and ptxas serialize the wgmmas (C7514): 1.6x slower
-        return T.max(1, T.min(capacity, T.if_then_else(rows.qb * per < rows.sq, seen, 0)))
+        # at least one: a block whose queries see no key runs one fully masked step and stores zeros, where a
+        # trip count that may be 0 makes TileLang guard every statement of the pipeline's first step and ptxas
+        # serialize the wgmmas (C7514): 1.6x slower
+        return T.max(1, T.min(capacity, seen))
 
     program = _tile_program(dim, dtype, causal, True, True, _scale(softmax_scale, dim), heads // kv_heads,
                             block_M, block_N, num_stages, kv_blocks, pack=pack)
@@ -330,7 +330,10 @@ def build_flash_attention_varlen(
         O: T.Tensor(q_shape, dtype),
     ):
         with T.Kernel(n_query_blocks, heads // pack, batch, threads=threads) as (bx, by, bz):
-            program(Q, K, V, O, rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz))
+            rows = rows_of(cu_seqlens_q, cu_seqlens_k, bx, by, bz)
+            if rows.qb * per >= rows.sq:  # past its sequence's queries: every role leaves before its first op
+                T.thread_return()
+            program(Q, K, V, O, rows)
 
     # priced as if every sequence were the longest (as the template's flops count it)
     return priced(flash_attention_varlen, {"total_q": batch * max_seqlen_q, "total_k": batch * max_seqlen_k})

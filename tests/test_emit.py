@@ -11,16 +11,18 @@ from dataclasses import replace
 
 import pytest
 import tilelang
+import tilelang.language as T
 from _util import built, compiles_without_spills
 from tilelang import tvm
 from tvm import tirx
 
 import pt_tvm
 from pt_tvm import hw
+from pt_tvm.cache import structure_key
 from pt_tvm.compiler import FallbackWarning, lower
 from pt_tvm.graph import Placement
 from pt_tvm.lowering import wgmma_columns
-from pt_tvm.passes import ApplyPipelineSchedule, PipeThreader, apply_plan, is_planned
+from pt_tvm.passes import ApplyPipelineSchedule, PipeThreader, ScheduleMismatch, apply_plan, is_planned
 from pt_tvm.plan import Append
 from pt_tvm.search import SearchSpace, search
 from pt_tvm.space import Priority, software_pipelined, warp_specialized
@@ -485,3 +487,58 @@ def test_row_split_is_rejected_where_the_rows_do_not_divide():
     plan = warp_specialized(graph, vdev, consumer_wgs=2, depth=3, pipeline_stage={}, priority=Priority.PROGRAM)
     assert not violations(plan, graph, vdev)
     assert {v.rule for v in violations(replace(plan, row_split=True), graph, vdev)} == {"threads"}
+
+
+# ---------------------------------------------------------------- a block's early exit
+def _gemm_leaving_past(exits: bool):
+    """A 2048 x 2048 x 512 GEMM whose block rows at or past ``rows[0]`` leave at once where ``exits`` (a block
+    with no work, as a packed batch's blocks past their sequence)."""
+    M = N = 2048
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, 512), "float16"), B: T.Tensor((512, N), "float16"), C: T.Tensor((M, N), "float16"),
+             rows: T.Tensor((1,), "int32")):
+        with T.Kernel(N // 128, M // 128, threads=256) as (bx, by):
+            valid = T.bind(rows[0])
+            if exits:
+                if by * 128 >= valid:
+                    T.thread_return()
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(8, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 128, bx * 128])
+
+    return gemm
+
+
+def test_a_blocks_exit_runs_first_in_every_role_and_holds_no_stask():
+    """``if cond: T.thread_return()`` in the prologue is no sTask (the graph is the kernel's without it); the
+    warp-specialized plan runs it in every role after the Binds it reads, before the role's first op (a
+    producer that left its loads behind would free shared memory the copy engine still writes)."""
+    h100 = hw.get("h100")
+    with_exit, without = (pt_tvm.extract(_gemm_leaving_past(e), h100) for e in (True, False))
+    assert structure_key(with_exit) == structure_key(without)
+    plan = next(c.plan for c in search([with_exit], h100, space=SPACE).ranked
+                if c.plan.style.value == "warp_specialized" and not c.plan.persistent)
+    src = _lower(apply_plan(_gemm_leaving_past(True), plan, h100, with_exit), "h100")
+    exits = [m.start() for m in re.finditer(r"return;", src)]
+    firsts = [min(m.start() for m in re.finditer(op, src) if m.start() > e) for e, op in
+              zip(exits, ("tma_load\\(", "wgmma_"))]
+    assert len(exits) == 2 and exits[0] < firsts[0] < exits[1] < firsts[1]
+    assert all("rows[0]" in src[:e] for e in exits)
+
+
+def test_a_persistent_walk_refuses_a_blocks_exit():
+    """A persistent plan loops over tiles in each block, which an early exit would leave with tiles undone: a
+    clear error, not a kernel that skips work."""
+    h100 = hw.get("h100")
+    func = _gemm_leaving_past(True)
+    graph = pt_tvm.extract(func, h100)
+    plan = next(c.plan for c in search([graph], h100, space=SPACE).ranked if c.plan.persistent)
+    with pytest.raises(ScheduleMismatch, match="early exit"):
+        apply_plan(func, plan, h100, graph)

@@ -508,6 +508,24 @@ def test_varlen_reads_its_sequence_bounds_once(lowered, i):
     assert len(reads) == 4 * (2 if i == 6 else 1)  # two per sequence per role: offset and length
 
 
+@pytest.mark.parametrize("i", [6, 12, 13], ids=["h100", "a100", "h100-packed"])
+def test_varlen_blocks_past_their_sequence_leave_before_their_first_op(lowered, i):
+    """A varlen block past its sequence's queries (the grid covers the longest) returns once its sequence's
+    bounds are read: in a warp-specialized plan every role (the producer before its first load, the consumers
+    before their first gemm), in a software pipeline the whole block; no sTask holds the exit."""
+    _, src = _lowered(lowered, i)
+    roles = 2 if i != 12 else 1
+    body = src[src.index("__global__"):]
+    exits = [m.start() for m in re.finditer(r"return;", body)]
+    assert len(exits) == roles
+    for first_op in ("tma_load(", "wgmma_", "cp_async_gs"):
+        hits = [m.start() for m in re.finditer(re.escape(first_op), body)]
+        if hits:
+            assert min(hits) > exits[0]
+    if roles == 2:  # the consumers' first gemm comes after their own exit
+        assert min(m.start() for m in re.finditer("wgmma_", body)) > exits[1]
+
+
 def test_packed_gqa_lowers_to_a_box_per_head(lowered):
     """GQA packed on Hopper: each head's queries come in and go out as TMA boxes of 32 rows (a 128-byte panel
     each), at the head's index, clipped past the last query by the copy engine."""

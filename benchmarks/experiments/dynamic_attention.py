@@ -4,9 +4,10 @@ With ``ops.configure(dynamic_tokens=True)``, ``ops.attention`` over ``[batch, se
 packed batch of equal lengths on the ``flash_attention_varlen`` kernel of the lengths' buckets (the next power of
 two), so a model compiles one kernel per bucket instead of one per length. Per LLaMA-3-8B attention shape
 (32 query heads, 8 key/value heads, head dim 128, causal, batch 1, bf16): the op with the exact length's kernel,
-the op on the bucket's kernel, the bucket's kernel with GQA packed and not (the search's best plan of each,
-``pack_gqa`` pinned), and cuDNN/FlashAttention-2 SDPA as PyTorch picks it (``enable_gqa``), each output checked
-against float32 on fresh random inputs (NaN-prefilled), CUDA-graph replay in alternating rounds.
+the op on the bucket's kernel, the bucket's kernel with GQA packed and not, and packed with 64-key tiles (the
+search's best plan of each, those tile parameters pinned), and cuDNN/FlashAttention-2 SDPA as PyTorch picks it
+(``enable_gqa``), each output checked against float32 on fresh random inputs (NaN-prefilled), CUDA-graph replay in
+alternating rounds.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.dynamic_attention $OUT``.
 Writes ``dynamic_attention.json``.
@@ -26,6 +27,7 @@ from pt_tvm.templates.base import bucket
 from pt_tvm.templates.flash_attention import visible_pairs
 
 SEQLENS = (777, 1500, 2500)
+PINS = ({"pack_gqa": 0}, {"pack_gqa": 1}, {"pack_gqa": 1, "block_N": 64})  # the exact kernel's key tile at 777: 64
 HEADS, KV_HEADS, DIM, DTYPE = 32, 8, 128, torch.bfloat16
 
 
@@ -42,15 +44,15 @@ def _sdpa(q, k, v):
                                           enable_gqa=True).transpose(1, 2)
 
 
-def _pinned(L: int, pack: int):
-    """The bucket's varlen kernel (the search's best plan with ``pack_gqa`` pinned) over a ``[1, L, ...]`` batch
-    viewed as one packed sequence, as the op calls it."""
+def _pinned(L: int, pins: dict):
+    """The bucket's varlen kernel (the search's best plan with the tile parameters ``pins`` pinned) over a
+    ``[1, L, ...]`` batch viewed as one packed sequence, as the op calls it."""
     vdev = hw.from_device()
     params = {"batch": 1, "heads": HEADS, "kv_heads": KV_HEADS, "max_seqlen_q": bucket(L), "max_seqlen_k": bucket(L),
-              "dim": DIM, "causal": True, "dtype": "bfloat16", "pack_gqa": pack}
+              "dim": DIM, "causal": True, "dtype": "bfloat16", **pins}
     result, _, build = schedule_template("flash_attention_varlen", vdev, params=params)
     plan = f"{result.best.plan.tile} {result.best.note}"
-    print(f"L={L} pack_gqa={pack}: {plan}", flush=True)
+    print(f"L={L} {pins}: {plan}", flush=True)
     kernel = templates.get("flash_attention_varlen").compile(build(), vdev.tvm_target())
     cu = torch.tensor([0, L], dtype=torch.int32, device="cuda")
     return (lambda q, k, v: kernel(*(t.view(-1, *t.shape[2:]) for t in (q, k, v)), cu, cu).view(q.shape)), plan
@@ -69,7 +71,7 @@ def main(out_dir):
             return tuple(torch.randn(1, L, h, DIM, generator=g, device="cuda").to(DTYPE)
                          for h in (HEADS, KV_HEADS, KV_HEADS))
 
-        pinned = {f"bucket, pack_gqa={p}": _pinned(L, p) for p in (0, 1)}
+        pinned = {"bucket, " + ", ".join(f"{k}={v}" for k, v in pins.items()): _pinned(L, pins) for pins in PINS}
         info = compare_buckets(f"L={L:<5}", {**fns, **{n: fn for n, (fn, _) in pinned.items()}}, "sdpa", make,
                                _reference, 2 * L * (HEADS + 2 * KV_HEADS) * DIM,
                                4 * HEADS * DIM * visible_pairs(L, L, causal=True), "bfloat16")
