@@ -202,6 +202,7 @@ def _to_shared(block_M: int, block_N: int, swap_ab: bool):
 def build_gemm_rope(
     M: int, K: int, heads: int, kv_heads: int, head_dim: int, seqlen: int, dtype: str,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, swap_ab: int = 0,
+    dynamic_M: bool = False,
 ):
     """An attention layer's fused QKV projection with its rotary embedding: ``C = A @ W^T`` for ``W [N, K]`` (the
     query heads' rows, then the key heads', then the value heads'), the query and key heads rotated in the
@@ -209,30 +210,33 @@ def build_gemm_rope(
     ``C`` viewed ``[batch, seqlen, heads + 2 kv_heads, head_dim]`` is what packed attention reads and no rotated
     copy reaches global memory. The projection is rounded to the input dtype in shared memory before the
     rotation, as ``rope(F.linear(...))`` rounds it; the rotation reads it there and stores to ``C`` directly (a
-    rotated element needs its partner's old value, so it cannot be written back in place), in rows of 16 bytes."""
+    rotated element needs its partner's old value, so it cannot be written back in place), in rows of 16 bytes.
+    ``dynamic_M``: one kernel for every row count and sequence length (both kernel arguments), priced at ``M`` and
+    ``seqlen``."""
+    rows, positions = size("M", M, dynamic_M), size("seqlen", seqlen, dynamic_M)
     D, half = head_dim, head_dim // 2
     N, rotated = (heads + 2 * kv_heads) * head_dim, (heads + kv_heads) * head_dim
     mainloop = _gemm_mainloop(K, dtype, True, block_M, block_N, block_K, num_stages, swap_ab=bool(swap_ab))
     to_shared = _to_shared(block_M, block_N, bool(swap_ab))
 
     @T.prim_func
-    def gemm_rope(A: T.Tensor((M, K), dtype), W: T.Tensor((N, K), dtype), cos: T.Tensor((seqlen, D), dtype),
-                  sin: T.Tensor((seqlen, D), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+    def gemm_rope(A: T.Tensor((rows, K), dtype), W: T.Tensor((N, K), dtype), cos: T.Tensor((positions, D), dtype),
+                  sin: T.Tensor((positions, D), dtype), C: T.Tensor((rows, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(rows, block_M), threads=threads) as (bx, by):
             C_l = T.alloc_fragment(_accumulator(block_M, block_N, swap_ab), _ACCUM)
             C_s = T.alloc_shared((block_M, block_N), dtype)
             mainloop(A, W, C_l, by * block_M, bx * block_N, 0)
             to_shared(C_l, C_s)
             for i, j in T.Parallel(block_M, block_N):
-                if by * block_M + i < M:
-                    d, pos = j % D, (by * block_M + i) % seqlen
+                if by * block_M + i < rows:
+                    d, pos = j % D, (by * block_M + i) % positions
                     x = T.Cast(_ACCUM, C_s[i, j])
                     partner = T.Cast(_ACCUM, C_s[i, j - d + (d + half) % D]) * T.if_then_else(d < half, -1.0, 1.0)
                     turned = x * T.Cast(_ACCUM, cos[pos, d]) + partner * T.Cast(_ACCUM, sin[pos, d])
                     C[by * block_M + i, bx * block_N + j] = T.Cast(dtype, T.if_then_else(bx * block_N < rotated,
                                                                                           turned, x))
 
-    return gemm_rope
+    return priced(gemm_rope, {"M": M, "seqlen": seqlen} if dynamic_M else {})
 
 
 def build_gemm_rowsum(
@@ -389,7 +393,8 @@ def _check_rope(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         if not isinstance(problem[key], int) or isinstance(problem[key], bool) or problem[key] <= 0:
             raise TemplateError(f"gemm_rope: parameter {key!r} must be a positive int, got {problem[key]!r}")
     n_q, n_kv, N = _rope_dims(problem)
-    _check({"M": problem["M"], "N": N, "K": problem["K"], "dtype": problem["dtype"], "trans_B": True}, tile)
+    _check({"M": problem["M"], "N": N, "K": problem["K"], "dtype": problem["dtype"], "trans_B": True,
+            "dynamic_M": problem.get("dynamic_M", False)}, tile)
     if problem["head_dim"] % 2:
         raise TemplateError(f"gemm_rope: parameter 'head_dim' must be even, got {problem['head_dim']}")
     if problem["M"] % problem["seqlen"]:
@@ -453,11 +458,12 @@ def _make_rope_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
 
 def _rope_reference(A: torch.Tensor, W: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, **problem: Any
                     ) -> torch.Tensor:
-    """``A @ W^T`` in float32 with the query and key heads rotated at position ``row % seqlen``."""
+    """``A @ W^T`` in float32 with the query and key heads rotated at position ``row % seqlen`` (the tables' rows:
+    the sizes of a dynamic problem only price its kernel)."""
     n_q, n_kv, _ = _rope_dims(problem)
     D, M = problem["head_dim"], A.shape[0]
     C = (A.float() @ W.float().T).reshape(M, -1, D)
-    pos = torch.arange(M, device=A.device) % problem["seqlen"]
+    pos = torch.arange(M, device=A.device) % cos.shape[0]
     c, s = cos.float()[pos][:, None], sin.float()[pos][:, None]
     qk = C[:, :(n_q + n_kv) // D]
     x1, x2 = qk.chunk(2, dim=-1)
@@ -555,7 +561,8 @@ GEMM_ROPE = Template(
     name="gemm_rope",
     builder=build_gemm_rope,
     reference=_rope_reference,
-    problem={"M": 4096, "K": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "seqlen": 4096, "dtype": "float16"},
+    problem={"M": 4096, "K": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "seqlen": 4096, "dtype": "float16",
+             **_DYNAMIC},
     tile={**_TILE, "swap_ab": 0},
     tile_space={**_TILE_SPACE, "block_M": (*_TILE_SPACE["block_M"], *_SWAP_ROWS), "block_N": (64, 128, 256),
                 "swap_ab": (0, 1)},
@@ -564,5 +571,6 @@ GEMM_ROPE = Template(
     out_idx=(4,),
     check=_check_rope,
     doc="C = A @ W^T for a fused QKV weight W [(heads + 2 kv_heads) head_dim, K], query and key heads rotated (RoPE, "
-        "HF's halves, position row % seqlen) from cos/sin [seqlen, head_dim] tables (fp16/bf16, fp32 accumulation).",
+        "HF's halves, position row % seqlen) from cos/sin [seqlen, head_dim] tables (fp16/bf16, fp32 accumulation); "
+        "dynamic_M: M and seqlen kernel arguments.",
 )

@@ -410,6 +410,30 @@ def test_qkv_rope_and_packed_attention_through_the_dispatch(dispatch):
     assert problems["flash_attention_qkv"]["seq_len"] == 100 and (calls.search, calls.compile) == (2, 2)
 
 
+def test_dynamic_tokens_qkv_rope_and_attention_one_kernel_pair_a_bucket(dispatch):
+    """With ``dynamic_tokens`` the attention layer's two ops compile per bucket: the projection with RoPE at a
+    symbolic row count and sequence length (its positions wrap at the call's length, not the bucket's), attention
+    over its output's heads as views on the varlen kernel; 2 x 100 and 2 x 90 tokens share both kernels, each
+    result the layer's F.linear, rope and SDPA in float32."""
+    from benchmarks.layers.models import _rope_tables, rope
+
+    calls, store = dispatch
+    ops.configure(dynamic_tokens=True)
+    w = randn(8 * 64, 128, seed=1) / 128 ** 0.5
+    for seqlen in (100, 90):
+        x = randn(2, seqlen, 128, seed=seqlen)
+        cos, sin = _rope_tables(seqlen, 64, 10000.0, "cpu", torch.float16)
+        out = ops.attention_qkv(ops.qkv_rope(x, w, cos, sin, 2), 2, causal=True)
+        q, k, v = F.linear(x.float(), w.float()).view(2, seqlen, 8, 64).split([4, 2, 2], dim=2)
+        ref = _attention_reference(rope(q, cos.float(), sin.float()), rope(k, cos.float(), sin.float()), v, True)
+        assert out.shape == (2, seqlen, 4, 64) and rel_err(out.float(), ref) < REL_TOL["float16"]
+    problems = {name: dict(problem) for name, problem, _ in store._kernels}
+    assert (problems["gemm_rope"]["M"], problems["gemm_rope"]["seqlen"], problems["gemm_rope"]["dynamic_M"]) == (
+        256, 128, True)
+    assert problems["flash_attention_varlen"]["q_strides"] == (8 * 64, 64)
+    assert (calls.search, calls.compile, len(store)) == (2, 2, 2)
+
+
 def _attention_reference(q, k, v, causal, scale=None):
     """Float32 ``[batch, sq, heads, dim]`` by SDPA: GQA heads repeated, causal aligned bottom-right, rows that see
     no key 0."""

@@ -228,6 +228,20 @@ def test_swiglu(gen, shape, dtype):
 def test_qkv_rope_and_packed_attention(gen, batch, seqlen, heads, kv_heads, head_dim, dtype):
     """An attention layer's projection with RoPE (positions wrapping per sequence) and attention over its output,
     against F.linear, HF's rotation and attention in float32."""
+    _check_attention_layer(gen, batch, seqlen, heads, kv_heads, head_dim, dtype, "")
+
+
+def test_dynamic_tokens_qkv_rope_and_attention_one_kernel_pair_a_bucket(gen, tmp_path):
+    """``dynamic_tokens``: the projection with RoPE (row count and sequence length kernel arguments) and attention
+    over its heads (the varlen kernel, views at the projection's strides) at 2 x 777 and 2 x 600 tokens share one
+    kernel each, every result exact."""
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path), dynamic_tokens=True))) as s:
+        for seqlen in (777, 600):
+            _check_attention_layer(gen, 2, seqlen, 32, 8, 128, BF16, f" dynamic {seqlen}")
+        assert len(s) == 2
+
+
+def _check_attention_layer(gen, batch, seqlen, heads, kv_heads, head_dim, dtype, what):
     hidden = heads * head_dim
     x = randn(gen, batch, seqlen, hidden, dtype=dtype)
     w = (randn(gen, (heads + 2 * kv_heads) * head_dim, hidden, dtype=torch.float32) / hidden ** 0.5).to(dtype)
@@ -240,10 +254,10 @@ def test_qkv_rope_and_packed_attention(gen, batch, seqlen, heads, kv_heads, head
     turned = C[:, :, :heads + kv_heads]
     x1, x2 = turned.chunk(2, dim=-1)
     ref = torch.cat((turned * c + torch.cat((-x2, x1), dim=-1) * s, C[:, :, heads + kv_heads:]), dim=2)
-    close(qkv, ref, dtype, "qkv_rope")
+    close(qkv, ref, dtype, "qkv_rope" + what)
     q, k, v = ref.split([heads, kv_heads, kv_heads], dim=2)
     close(ops.attention_qkv(qkv, kv_heads, causal=True), attention_reference(q, k, v, causal=True).transpose(1, 2),
-          dtype, "attention_qkv")
+          dtype, "attention_qkv" + what)
 
 
 # ---------------------------------------------------------------- Mamba2 SSD

@@ -574,18 +574,26 @@ def _dynamic_gemm(M, K, N: int = 1024):
     return gemm
 
 
-@pytest.mark.parametrize("name", ["gemm", "gemm_swiglu"])
-def test_dynamic_m_templates_take_the_row_count_at_launch(name):
-    """``dynamic_M``: the row count is a kernel argument (``int M``), priced at the problem's ``M`` without a
-    warning, its tiles walked as launched; a swapped tile (fitted to a known count) is refused by name."""
+@pytest.mark.parametrize("name", ["gemm", "gemm_swiglu", "gemm_rope"])
+def test_dynamic_m_templates_take_the_row_count_at_launch(name, tmp_path):
+    """``dynamic_M``: the row count is a kernel argument (``int M``; ``gemm_rope``'s sequence length too, where its
+    positions wrap), priced at the problem's ``M`` without a warning, its tiles walked as launched; a swapped tile
+    (fitted to a known count) is refused by name."""
     params = {"M": 512, "N": 256, "K": 128, "dynamic_M": True}
+    if name == "gemm_rope":
+        params = {"M": 512, "K": 128, "heads": 2, "kv_heads": 1, "head_dim": 64, "seqlen": 256, "dynamic_M": True}
     with warnings.catch_warnings():
         warnings.simplefilter("error", SymbolicSizeWarning)
         result, problem, build = schedule_template(name, "h100", params=params)
-    assert result.best.graph.symbols == {"M": 512} and result.best.plan.tile_order.is_launch_order
+    symbols = {"M": 512, "seqlen": 256} if name == "gemm_rope" else {"M": 512}
+    assert result.best.graph.symbols == symbols and result.best.plan.tile_order.is_launch_order
     assert not result.best.plan.persistent
     src = lower_planned(build(), hw.get("h100").tvm_target(), templates.get(name).pass_configs).kernel_source
-    assert re.search(r"__global__ void \w+\([^)]*, int M\)", src)
+    signature = re.search(r"__global__ void[^(]*\(([^)]*)\)", src).group(1)
+    assert re.search(r", int M\b", signature) and ("int seqlen" in signature) == (name == "gemm_rope"), signature
+    if name == "gemm_rope":
+        assert re.search(r"% seqlen\)", src)  # the positions wrap at the launch's length
+        compiles_without_spills(src, tmp_path)
     if name == "gemm":
         with pytest.raises(TemplateError, match="'swap_ab' fits a tile to a known token count"):
             templates.get(name).resolve(**{**params, "M": 500, "trans_B": True}, block_M=112, block_N=128, swap_ab=1)

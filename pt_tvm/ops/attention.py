@@ -191,12 +191,16 @@ def attention_qkv(qkv: Tensor, kv_heads: int, causal: bool = False, softmax_scal
     """Self-attention over one ``qkv [batch, seqlen, heads + 2 kv_heads, head_dim]`` tensor: its first ``heads``
     heads are the queries, the next ``kv_heads`` the keys, the last ``kv_heads`` the values (a fused QKV
     projection's output viewed by heads, e.g. :func:`pt_tvm.ops.qkv_rope`'s), read as it lies, no split copied.
-    As :func:`attention` otherwise (GQA, ``causal``, ``softmax_scale``); float16 or bfloat16, contiguous, one CUDA
-    device. Returns ``[batch, seqlen, heads, head_dim]``."""
+    As :func:`attention` otherwise (GQA, ``causal``, ``softmax_scale``; with ``Config.dynamic_tokens`` on the varlen
+    kernel of the length's bucket); float16 or bfloat16, contiguous, one CUDA device. Returns ``[batch, seqlen,
+    heads, head_dim]``."""
     heads = _check_qkv(qkv, kv_heads, softmax_scale)
     b, s, _, dim = qkv.shape
     if not (b and s):
         return qkv.new_zeros((b, s, heads, dim))
+    if current().config.dynamic_tokens:  # the heads as views at the projection's strides, on the bucket's kernel
+        q, k, v = qkv.split([heads, kv_heads, kv_heads], dim=2)
+        return _packed(q, k, v, causal, softmax_scale).view(b, s, heads, dim)
     problem = {"batch": b, "heads": heads, "kv_heads": kv_heads, "seq_len": s, "dim": dim, "causal": causal,
                "softmax_scale": _scale(softmax_scale, dim), "dtype": str(qkv.dtype).removeprefix("torch.")}
     return launch(QKV_TEMPLATE, problem, qkv)

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
+from ..templates.base import bucket
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
 from .kernels import launch, rows
@@ -245,6 +246,15 @@ def _check_rope(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: i
             "seqlen": x.shape[1], "dtype": str(x.dtype).removeprefix("torch.")}
 
 
+def _rope_problem(checked: dict) -> dict:
+    """The ``gemm_rope`` problem of checked arguments; with :attr:`Config.dynamic_tokens` its row count and sequence
+    length symbolic, priced at their buckets (the row count's a multiple of the length's: both powers of two)."""
+    problem = {**checked, **rows(checked["M"])}
+    if problem.get("dynamic_M"):
+        problem["seqlen"] = bucket(checked["seqlen"])
+    return problem
+
+
 @torch.library.custom_op("pt_tvm::qkv_rope", mutates_args=())
 def qkv_rope(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int) -> Tensor:
     """An attention layer's fused QKV projection and rotary embedding in one kernel: ``F.linear(x, weight)`` viewed
@@ -253,11 +263,11 @@ def qkv_rope(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int)
     they are: what :func:`pt_tvm.ops.attention_qkv` reads. ``x [batch, seqlen, hidden]``, ``weight [(heads + 2
     kv_heads) head_dim, hidden]`` (query rows, then key rows, then value rows), ``cos``/``sin [seqlen, head_dim]``
     in ``x``'s dtype (float16 or bfloat16), contiguous, one CUDA device."""
-    problem = _check_rope(x, weight, cos, sin, kv_heads)
-    if not (problem["M"] and problem["K"]):  # no tokens, or rotations of zeros
-        return x.new_zeros((*x.shape[:2], problem["heads"] + 2 * kv_heads, problem["head_dim"]))
-    out = launch(ROPE_TEMPLATE, problem, x.view(problem["M"], problem["K"]), weight, cos, sin)
-    return out.view(*x.shape[:2], -1, problem["head_dim"])
+    checked = _check_rope(x, weight, cos, sin, kv_heads)
+    if not (checked["M"] and checked["K"]):  # no tokens, or rotations of zeros
+        return x.new_zeros((*x.shape[:2], checked["heads"] + 2 * kv_heads, checked["head_dim"]))
+    out = launch(ROPE_TEMPLATE, _rope_problem(checked), x.view(checked["M"], checked["K"]), weight, cos, sin)
+    return out.view(*x.shape[:2], -1, checked["head_dim"])
 
 
 @qkv_rope.register_fake
