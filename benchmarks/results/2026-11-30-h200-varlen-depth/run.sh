@@ -4,6 +4,7 @@
 # 2500 tokens (benchmarks.experiments.dynamic_attention with its lengths named). One H200 (nvidia-h200), one call
 # carrying .gpu-bundle:
 #   bash benchmarks/results/2026-11-30-h200-varlen-depth/run.sh COMMIT
+# Ran 2026-11-30 at 444bd76: 777 tokens timed; at 2500 the 200 s ran out after the kernels were built and checked.
 set -u
 export PT_TVM_GIT_COMMIT=$1
 source benchmarks/gpu-env.sh
