@@ -291,7 +291,7 @@ def build_flash_attention_varlen(
     ``b`` holds query rows ``cu_seqlens_q[b] .. cu_seqlens_q[b + 1]`` and key rows ``cu_seqlens_k[b] ..
     cu_seqlens_k[b + 1]``. ``total_q``/``total_k`` are symbolic: one kernel serves every batch whose sequences
     are at most ``max_seqlen_q``/``max_seqlen_k`` long. The grid covers ``max_seqlen_q``; a block past its
-    sequence's queries reads no key block. ``q_strides``, ``k_strides``, ``v_strides``: a view's token and head
+    sequence's queries leaves before its first op. ``q_strides``, ``k_strides``, ``v_strides``: a view's token and head
     strides in elements (the heads of a fused projection); ``()``: packed. ``pack_gqa``: a block takes every query
     head of one key/value head, ``block_M // groups`` queries of each."""
     total_q, total_k = T.dynamic("total_q"), T.dynamic("total_k")

@@ -98,7 +98,7 @@ def _problem(q: Tensor, k: Tensor, causal: bool, softmax_scale: Optional[float],
     common = {"heads": heads, "kv_heads": k.shape[-2], "dim": dim, "causal": causal,
               "softmax_scale": _scale(softmax_scale, dim), "dtype": str(q.dtype).removeprefix("torch.")}
     if cu_seqlens_q is not None:
-        # the varlen grid covers the bucket, and a block past its sequence's queries reads no key: batches whose
+        # the varlen grid covers the bucket, and a block past its sequence's queries leaves at once: batches whose
         # longest sequences differ share a few kernels
         return VARLEN, {"batch": cu_seqlens_q.shape[0] - 1, "max_seqlen_q": bucket(max_seqlen_q),
                         "max_seqlen_k": bucket(max_seqlen_k), **common}
