@@ -512,12 +512,13 @@ def test_varlen_reads_its_sequence_bounds_once(lowered, i):
 def test_varlen_blocks_past_their_sequence_leave_before_their_first_op(lowered, i):
     """A varlen block past its sequence's queries (the grid covers the longest) returns once its sequence's
     bounds are read: in a warp-specialized plan every role (the producer before its first load, the consumers
-    before their first gemm), in a software pipeline the whole block; no sTask holds the exit."""
+    before their first gemm), in a software pipeline the whole block (tests/test_emit.py: no sTask holds it)."""
     _, src = _lowered(lowered, i)
     roles = 2 if i != 12 else 1
     body = src[src.index("__global__"):]
     exits = [m.start() for m in re.finditer(r"return;", body)]
     assert len(exits) == roles
+    assert all("cu_seqlens_q[" in body[:e] for e in exits)
     for first_op in ("tma_load(", "wgmma_", "cp_async_gs"):
         hits = [m.start() for m in re.finditer(re.escape(first_op), body)]
         if hits:
