@@ -487,7 +487,9 @@ def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
 
     Where the kernel reuses dead bytes (:func:`pt_tvm.lowering.reuses_dead_shared`), buffers
     whose live ranges do not overlap share them (e.g. an epilogue staging tile and the loop's
-    input tiles); a persistent warp-specialized kernel keeps every buffer apart.
+    input tiles); a persistent warp-specialized kernel keeps every buffer apart, and in any
+    warp-specialized one the stages its producer loads live from the start (a prologue's tiles
+    keep their own bytes).
     """
     sizes = {name: (b.nbytes or 0) * plan.versions(name) for name, b in graph.buffers.items() if b.scope == "shared"}
     barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
@@ -506,6 +508,13 @@ def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
             if b in sizes:
                 lo, hi = live.get(b, (point(t), point(t)))
                 live[b] = (min(lo, point(t)), max(hi, point(t)))
+    if plan.style == Style.WARP_SPECIALIZED:  # the producer fills the loop's stages while the consumers still run
+        # the prologue, so a stage the producer loads lives from the kernel's start
+        first = min(point(t) for t in graph.stasks)
+        for t in graph.loop_stasks:
+            if plan.append_of(t.id).seu == SEUKind.TMA:
+                for b in t.write_buffers() & live.keys():
+                    live[b] = (first, live[b][1])
     peak = max((sum(sizes[b] for b, (lo, hi) in live.items() if lo <= (order[pl], i) <= hi)
                 for pl, i in ((p, 0 if p == Placement.LOOP else i) for p, i in points)), default=0)
     return peak + barriers

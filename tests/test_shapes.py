@@ -668,3 +668,7 @@ def test_ragged_experiment_pairs_each_shape_with_its_nearest_tile_multiple():
     heads, dim = ragged.FA["heads"], ragged.FA["dim"]
     # 3 queries over 2 keys see 0, 1, 2 keys; 1 query over 4 keys sees all 4
     assert ragged.varlen_flops([3, 1], [2, 4], {**ragged.FA, "causal": True}) == 4.0 * heads * dim * (3 + 4)
+    # the bar's ratio from the settled graphs' timing, the queued one beside it; none where a side has no time
+    info = {"ragged": {"tflops": 90.0, "queued": {"tflops": 80.0}}, "tile multiple": {"tflops": 100.0, "queued": {}}}
+    assert ragged._ratio(info, lambda e: e) == 0.9
+    assert ragged._ratio(info, lambda e: e.get("queued", {})) is None

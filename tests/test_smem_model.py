@@ -117,3 +117,46 @@ def test_a_tile_the_consumers_stage_inside_the_loop_keeps_its_own_bytes():
     spans = sorted((offsets[b], offsets[b] + sizes[b]) for b in sizes)
     assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:])), offsets
     assert _launch_shared_bytes(art) <= shared_bytes(plan, graph)
+
+
+def _first_tile_in_prologue(m: int = 128, n: int = 128, k: int = 64, tiles: int = 8):
+    """``c = a @ b`` whose first K tile's gemm runs in the prologue, from tiles of its own, before the pipelined
+    loop over the others (a peeled step, as a ragged tail taken first would be)."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def peeled(a: T.Tensor((m, k * tiles), "float16"), b: T.Tensor((k * tiles, n), "float16"),
+               c: T.Tensor((m, n), "float32")):
+        with T.Kernel(1, threads=128):
+            a0_shared = T.alloc_shared((m, k), "float16")
+            b0_shared = T.alloc_shared((k, n), "float16")
+            a_shared = T.alloc_shared((m, k), "float16")
+            b_shared = T.alloc_shared((k, n), "float16")
+            acc = T.alloc_fragment((m, n), "float32")
+            T.copy(a[:, 0:k], a0_shared)
+            T.copy(b[0:k, :], b0_shared)
+            T.gemm(a0_shared, b0_shared, acc, clear_accum=True)
+            for t in T.Pipelined(tiles - 1, num_stages=2):
+                T.copy(a[:, (t + 1) * k:(t + 2) * k], a_shared)
+                T.copy(b[(t + 1) * k:(t + 2) * k, :], b_shared)
+                T.gemm(a_shared, b_shared, acc)
+            T.copy(acc, c)
+
+    return peeled
+
+
+def test_a_prologue_tile_keeps_its_bytes_beside_the_stages_the_producer_fills():
+    """A warp-specialized producer loads the loop's first stages while the consumers still compute the prologue's
+    gemm, so the prologue's tiles cannot lend their bytes to those stages: the count keeps them apart, as TileLang
+    allocates them (a FlashAttention with its ragged key block taken first in the prologue was counted 213 KB
+    three stages deep and launched asking 272 KB, which an H200 refused, 2026-11-30)."""
+    from pt_tvm.space import Priority, warp_specialized
+
+    vdev = hw.get("h200")
+    func = _first_tile_in_prologue()
+    graph = pt_tvm.extract(func, vdev)
+    plan = warp_specialized(graph, vdev, consumer_wgs=1, depth=2, pipeline_stage={}, priority=Priority.PROGRAM)
+    tile = 128 * 64 * 2
+    assert shared_bytes(plan, graph) >= 2 * tile + 2 * 2 * tile  # the prologue's two tiles beside two stages of two
+    art = lower_planned(apply_plan(func, plan, vdev, graph), vdev.tvm_target())
+    assert _launch_shared_bytes(art) <= shared_bytes(plan, graph)
