@@ -4,7 +4,9 @@
 # unsettled, its way before), then key_tail.py here: 8 x 1500 attention with its ragged key block taken first at
 # 96 keys, against the template's pick at 1500 (twice) and 1536. One H200 (nvidia-h200), one call carrying
 # .gpu-bundle:
-#   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT [TEMPLATE ...]
+#   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT
+# then the other templates' pairs alone in a second call (the probe not rerun), their output in other/:
+#   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT gemm gemm_rowsum chunk_state chunk_scan
 set -u
 export PT_TVM_GIT_COMMIT=$1
 shift
@@ -13,7 +15,7 @@ source benchmarks/gpu-env.sh
 env_setup || exit 1
 export PYTHONPATH=$PWD:$PYTHONPATH
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
-timeout 330 python -m benchmarks.experiments.ragged $OUT ${@:-flash_attention flash_attention_varlen} 2>&1 \
+timeout $([ $# -eq 0 ] && echo 330 || echo 540) python -m benchmarks.experiments.ragged $OUT ${@:-flash_attention flash_attention_varlen} 2>&1 \
   | grep -v INFO > $OUT/ragged.log
 [ $# -eq 0 ] && timeout 200 python $here/key_tail.py $OUT 2>&1 | grep -v INFO > $OUT/key_tail.log
 tail -9 $OUT/ragged.log
