@@ -15,8 +15,13 @@ source benchmarks/gpu-env.sh
 env_setup || exit 1
 export PYTHONPATH=$PWD:$PYTHONPATH
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee $OUT/gpu.txt
+if [ "${1:-}" = vocab ]; then
+  timeout 400 python $here/vocab_tiles.py $OUT 2>&1 | grep -v INFO > $OUT/vocab_tiles.log; tail -5 $OUT/vocab_tiles.log; exit
+fi
 timeout $([ $# -eq 0 ] && echo 330 || echo 540) python -m benchmarks.experiments.ragged $OUT ${@:-flash_attention flash_attention_varlen} 2>&1 \
   | grep -v INFO > $OUT/ragged.log
 [ $# -eq 0 ] && timeout 200 python $here/key_tail.py $OUT 2>&1 | grep -v INFO > $OUT/key_tail.log
 tail -9 $OUT/ragged.log
 [ $# -eq 0 ] && tail -5 $OUT/key_tail.log
+# and, in a third call, the vocabulary-32001 pair's picks beside their 256 x 160 plans (vocab_tiles.py):
+#   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT vocab
