@@ -3,7 +3,7 @@ in one process on one GPU. Bar: the ragged shape's TFLOP/s (its own useful FLOPs
 tile-multiple one's.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.ragged $OUT [TEMPLATE ...]``
-(all templates: about 8 minutes on one H100, most of it the searches and compiles; name templates, e.g.
+(all templates: about 7 minutes on one H200 timed both ways, the attention pairs 142 s; name templates, e.g.
 ``gemm chunk_state``, to run a part). Per pair, both shapes are searched (the model's pick), compiled in
 parallel, checked on every output against the float32 reference on fresh random inputs (NaN-prefilled), then
 timed in alternating rounds with inputs rotated past the L2, two ways: from CUDA graphs, each kernel run

@@ -7,6 +7,9 @@
 #   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT
 # then the other templates' pairs alone in a second call (the probe not rerun), their output in other/:
 #   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT gemm gemm_rowsum chunk_state chunk_scan
+# and in a third the vocabulary-32001 pair's picks beside their 256 x 160 plans (vocab_tiles.py), its output in vocab_*:
+#   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT vocab
+# Calls: c96e790 (first), bb78f7c (second), 3429cc1 (third).
 set -u
 export PT_TVM_GIT_COMMIT=$1
 shift
@@ -23,5 +26,3 @@ timeout $([ $# -eq 0 ] && echo 330 || echo 540) python -m benchmarks.experiments
 [ $# -eq 0 ] && timeout 200 python $here/key_tail.py $OUT 2>&1 | grep -v INFO > $OUT/key_tail.log
 tail -9 $OUT/ragged.log
 [ $# -eq 0 ] && tail -5 $OUT/key_tail.log
-# and, in a third call, the vocabulary-32001 pair's picks beside their 256 x 160 plans (vocab_tiles.py):
-#   bash benchmarks/results/2026-11-30-h200-ragged-settled/run.sh COMMIT vocab
