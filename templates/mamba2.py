@@ -216,10 +216,19 @@ def build_chunk_scan(
     """
     L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
     packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
+    # Where some blocks' rows lie past the sequence's end, the rows of C and x loaded before and after the loop
+    # read the last row instead (a row reaches only its own output row, clipped at the store): a copy there
+    # guards each vector load with a branch, which serializes the block's loads (at 4000 tokens the kernel ran
+    # 6% slower than at 4096 with the same tiles, its warps stalled on them: one H200, 2026-11-30).
+    ragged = dynamic_seqlen or seqlen % chunk != 0
 
     def row0(blk, by):
         """Sequence position of the block's first row."""
         return blk.c * chunk + by * block_M
+
+    def row(blk, by, i):
+        """Sequence position of the block's row ``i``, the last one's past the end."""
+        return T.min(row0(blk, by) + i, L - 1)
 
     def key_blocks(by):
         """Key blocks up to the diagonal of row block ``by`` (an expression of blockIdx.y, not a let,
@@ -248,7 +257,11 @@ def build_chunk_scan(
 
         for j in packed:
             T.copy(dA_cumsum[blk.b, blk.h + j, blk.c, by * block_M:(by + 1) * block_M], dA_m_shared[j])
-        T.copy(C[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.g, :], C_shared)
+        if ragged:
+            for i, d in T.Parallel(block_M, dstate):
+                C_shared[i, d] = C[blk.b, row(blk, by, i), blk.g, d]
+        else:
+            T.copy(C[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.g, :], C_shared)
         for j in packed:
             T.copy(prev_states[blk.b, blk.c, blk.h + j, blk.t * block_N:(blk.t + 1) * block_N, :], S_shared[j])
             T.gemm(C_shared, S_shared[j], acc[j], transpose_B=True, clear_accum=True)
@@ -272,8 +285,12 @@ def build_chunk_scan(
                 T.gemm(scores[j], x_shared[j], acc[j])
         for j in packed:
             if has_d:
-                T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h + j,
-                         blk.t * block_N:(blk.t + 1) * block_N], out_shared)
+                if ragged:
+                    for i, n in T.Parallel(block_M, block_N):
+                        out_shared[i, n] = x[blk.b, row(blk, by, i), blk.h + j, blk.t * block_N + n]
+                else:
+                    T.copy(x[blk.b, row0(blk, by):row0(blk, by) + block_M, blk.h + j,
+                             blk.t * block_N:(blk.t + 1) * block_N], out_shared)
                 for i, n in T.Parallel(block_M, block_N):
                     acc[j][i, n] += D[blk.h + j] * out_shared[i, n]
             T.copy(acc[j], out_shared)
