@@ -359,6 +359,9 @@ def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers:
         other = [_scalar_nest(inner.else_case, sid, placement, index, buffers, vdev, block_vars, fname)] \
             if inner.else_case is not None else []
         return _branch([op, *other], steps.share(inner.condition) if steps else None)
+    gathered = _gather(inner, sid, placement, index, buffers, block_vars) if placement != Placement.LOOP else None
+    if gathered is not None:
+        return gathered
     if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
         return _scalar_nest(inner, sid, placement, index, buffers, vdev, block_vars, fname)
     raise ExtractionError(f"PrimFunc {fname!r}: unsupported statement {type(inner).__name__} "
@@ -471,6 +474,62 @@ def _branch(sides: list[STask], share: float | None) -> STask:
         flops=mean(lambda t: t.flops), sfu_ops=mean(lambda t: t.sfu_ops),
         attrs={**costly.attrs, "full_writes": ",".join(sorted(kills)),
                "branch_share": "unknown" if share is None else f"{share:.4g}"})
+
+
+def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
+            block_vars: _Launch) -> STask | None:
+    """A nest before or after the loop that only copies a global tile into shared memory, ``dst[i, j] =
+    src[.., min(r0 + i, last), j]`` (rows past a tensor's end clamped to its last: no guarded loads), as the copy
+    it is: its region the unclamped one, its bytes the tile's, on the LSU (TileLang lowers it to every thread's
+    vector loads); None for any other statement."""
+    loop_vars, extents, body = [], [], stmt
+    while isinstance(body, tirx.For) and isinstance(body.extent, tirx.IntImm):
+        loop_vars.append(body.loop_var)
+        extents.append(int(body.extent))
+        body = body.body
+    if not loop_vars or not isinstance(body, tirx.BufferStore) or not isinstance(body.value, tirx.BufferLoad):
+        return None
+    src, dst = body.value, body
+    if _scope(src.buffer) != "global" or _scope(dst.buffer) != "shared" or src.buffer.dtype != dst.buffer.dtype:
+        return None
+    regions = [_nest_region(n.indices, dict(zip(loop_vars, extents))) for n in (src, dst)]
+    if None in regions:
+        return None
+    (src_min, src_ext), (dst_min, dst_ext) = regions
+    read = _access(src.buffer, src_min, src_ext, buffers, block_vars)
+    write = _access(dst.buffer, dst_min, dst_ext, buffers, block_vars)
+    return STask(id=sid, op=OpKind.COPY, placement=placement, index=index,
+                 label=f"copy {read.buffer} -> {write.buffer} (a nest, rows clamped)", tile_shape=_nonunit(dst_ext),
+                 reads=(read,), writes=(write,), flops=0.0, sfu_ops=0.0,
+                 bytes=float(math.prod(extents) * dtype_bytes(text(src.buffer.dtype))), seu=SEUKind.LSU,
+                 dtype=text(src.buffer.dtype), attrs={})
+
+
+def _nest_region(indices: Sequence[Any], span: dict) -> tuple[list, tuple] | None:
+    """``(mins, extents)`` of the elements a nest's indices reach over the loop variables' ``span`` (``{var:
+    extent}``): an index ``base + v`` spans ``v``'s extent from ``base``, one free of them a single element, and
+    ``min``/``max`` against a bound free of them (a clamp) the region of its other side; None for any other."""
+    analyzer = tvm.arith.Analyzer()
+    mins, exts = [], []
+    for idx in indices:
+        while isinstance(idx, (tirx.Min, tirx.Max)):
+            free = [x for x in (idx.a, idx.b) if not set(_vars(x)) & span.keys()]
+            if len(free) != 1:
+                return None
+            idx = idx.b if free[0] is idx.a else idx.a
+        used = [v for v in span if v in set(_vars(idx))]
+        if not used:
+            mins.append(idx)
+            exts.append(1)
+            continue
+        if len(used) > 1:
+            return None
+        base = analyzer.simplify(tirx.stmt_functor.substitute(idx, {used[0]: tirx.IntImm(used[0].dtype, 0)}))
+        if not analyzer.can_prove_equal(idx - base, used[0]):
+            return None
+        mins.append(base)
+        exts.append(span[used[0]])
+    return mins, tuple(exts)
 
 
 def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],

@@ -520,10 +520,10 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     def pname(p: Any) -> str:
         return p.value if isinstance(p, Priority) else "random"
 
-    # A producer warp streams what TMA takes; a load TMA cannot take (rows not 16-byte aligned: the extraction puts
-    # it on the LSU) TileLang lowers to element-wise loads, which the producer's 32 threads would then issue alone:
-    # such a loop gets software pipelines only
-    streams = all(t.seu == SEUKind.TMA for t in graph.loop_stasks if is_load(t, graph))
+    # A producer warp streams what TMA takes; a load TMA cannot take (rows not 16-byte aligned, or a nest clamping
+    # rows at a tensor's end: the extraction puts it on the LSU) TileLang lowers to element-wise loads, which the
+    # producer's 32 threads would then issue alone: such a kernel gets software pipelines only
+    streams = all(t.seu == SEUKind.TMA for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE)
     if "warp_specialization" in vdev.features and streams:
         choices = reader_stages(graph, space.max_stage)
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):

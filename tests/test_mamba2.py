@@ -521,3 +521,25 @@ def test_grid_fits_cuda_limits_at_batch_64(name: str) -> None:
     graph = pt_tvm.extract(get(name).build(batch=64, seqlen=4096), "h100")
     x, y, z = graph.grid.values()
     assert y <= 65535 and z <= 65535 and x < 2**31
+
+
+def test_ragged_chunk_scan_clamps_its_rows_instead_of_guarding_each_load() -> None:
+    """At a length that is no chunk multiple, the rows of ``C`` and ``x`` loaded before and after the loop past the
+    sequence's end read its last row (a branch a vector load made the warps wait on each, 6% slower at 4000
+    tokens on one H200); the extraction reads those nests as the copies they are (LSU, the tile's bytes and
+    region), so the model prices the ragged length as the tile multiple, as they measured (389.7 against 388.1 us),
+    and such a kernel gets no producer warp (its 32 threads would issue those loads alone)."""
+    vdev = pt_tvm.hw.get("h200")
+    rag, whole = (get("chunk_scan").build(**{**SMALL, "seqlen": n}) for n in (SMALL["seqlen"] - 56, SMALL["seqlen"]))
+    graphs = [pt_tvm.extract(f, vdev) for f in (rag, whole)]
+    loads = [{t.writes[0].buffer: t for t in g.stasks if t.op == OpKind.COPY and t.placement != Placement.LOOP
+              and t.reads[0].scope == "global"} for g in graphs]
+    for name, region in (("C_shared", (1, 64, 1, SMALL["dstate"])), ("out_shared", (1, 64, 1, 64))):
+        assert loads[0][name].seu.value == "lsu" and loads[0][name].reads[0].extents == region
+        assert loads[0][name].bytes == loads[1][name].bytes
+    assert not any("min" in str(t.reads[0].offsets) for t in loads[1].values())  # the tile multiple: plain copies
+    prices = [pt_tvm.schedule(f, vdev).best for f in (rag, whole)]
+    assert prices[0].seconds == pytest.approx(prices[1].seconds, rel=1e-3)
+    assert prices[0].plan.style == Style.SOFTWARE_PIPELINE
+    source = pt_tvm.lower(rag, vdev, plan=prices[0].plan).kernel_source
+    assert "min(" in source and not re.search(r"condval\w* = \*\(uint4\*\)\((C|x) \+", source)
