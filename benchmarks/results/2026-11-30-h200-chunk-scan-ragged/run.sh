@@ -6,7 +6,7 @@
 # .gpu-bundle:
 #   bash benchmarks/results/2026-11-30-h200-chunk-scan-ragged/run.sh COMMIT            (d53b7ca)
 #   bash benchmarks/results/2026-11-30-h200-chunk-scan-ragged/run.sh COMMIT rows       (425df91)
-#   bash benchmarks/results/2026-11-30-h200-chunk-scan-ragged/run.sh COMMIT tests      (1f94098)
+#   bash benchmarks/results/2026-11-30-h200-chunk-scan-ragged/run.sh COMMIT tests      (b012999)
 set -u
 here=benchmarks/results/2026-11-30-h200-chunk-scan-ragged
 source benchmarks/gpu-env.sh && env_setup || exit 1
