@@ -490,3 +490,45 @@ def test_a_branch_between_two_nests_is_priced_by_its_share(condition, share):
     assert branch.attrs["branch_share"] == ("unknown" if share is None else f"{share:.4g}")
     assert branch.sfu_ops == pytest.approx(elems * (1.0 if share is None else 1 - share))
     assert not [e for e in g.edges if e.buffer == "S" and e.kind == DepKind.RAW and e.distance > 0]
+
+
+def _prologue_nests(n: int = 100):
+    """A kernel whose prologue fills three shared tiles from ``a [n, 64]`` by nests: rows clamped at the end (a
+    copy), every other row (a strided gather), and scaled (arithmetic); then a pipelined loop reading them."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def nests(a: T.Tensor((n, 64), "float16"), b: T.Tensor((64 * 4, 64), "float16"), c: T.Tensor((64, 64), "float32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=128) as bx:
+            clamped = T.alloc_shared((64, 64), "float16")
+            strided = T.alloc_shared((32, 64), "float16")
+            scaled = T.alloc_shared((64, 64), "float16")
+            b_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            for i, j in T.Parallel(64, 64):
+                clamped[i, j] = a[T.min(bx * 64 + i, n - 1), j]
+            for i, j in T.Parallel(32, 64):
+                strided[i, j] = a[T.min(bx * 64 + 2 * i, n - 1), j]
+            for i, j in T.Parallel(64, 64):
+                scaled[i, j] = a[T.min(bx * 64 + i, n - 1), j] * T.float16(2)
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(b[k * 64:(k + 1) * 64, :], b_s)
+                T.gemm(clamped, b_s, acc)
+                T.gemm(scaled, b_s, acc)
+            T.copy(acc, c)
+
+    return nests
+
+
+def test_a_prologue_nest_that_only_copies_clamped_rows_is_an_lsu_copy():
+    """``dst[i, j] = src[min(r0 + i, n - 1), j]`` before the loop is a copy of ``src``'s 64 x 64 tile at ``r0`` (the
+    clamp bounds, never widens, what it reads): its bytes priced, on the LSU; a strided or computed nest stays
+    element-wise, priced by its arithmetic."""
+    graph = pt_tvm.extract(_prologue_nests(), "h200")
+    by_dst = {t.writes[0].buffer: t for t in graph.placed(Placement.PROLOGUE) if t.writes}
+    copy = by_dst["clamped"]
+    assert copy.op == OpKind.COPY and copy.seu == SEUKind.LSU and copy.bytes == 64 * 64 * 2
+    assert copy.reads[0].extents == (64, 64) and copy.reads[0].block_vars == ("bx",)
+    assert by_dst["strided"].op == OpKind.ELEMENTWISE and by_dst["scaled"].op == OpKind.ELEMENTWISE
+    assert graph.find_edges(src=copy.id, kind=DepKind.RAW, buffer="clamped")
