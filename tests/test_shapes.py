@@ -672,3 +672,5 @@ def test_ragged_experiment_pairs_each_shape_with_its_nearest_tile_multiple():
     info = {"ragged": {"tflops": 90.0, "queued": {"tflops": 80.0}}, "tile multiple": {"tflops": 100.0, "queued": {}}}
     assert ragged._ratio(info, lambda e: e) == 0.9
     assert ragged._ratio(info, lambda e: e.get("queued", {})) is None
+    assert ragged._spread({ragged.TWIN: {"ms": 2.0}, ragged.AGAIN: {"ms": 2.06}}) == pytest.approx(0.03)
+    assert ragged._spread({ragged.TWIN: {"ms": 2.0}}) is None
