@@ -39,7 +39,15 @@ import tvm
 from tilelang.contrib.nvcc import have_pdl
 
 from .base import FAST_MATH, Template, TemplateError, priced, size
-from .online_softmax import ACCUM, LOG2E, guard_empty_rows, head_dim_error, rescale_and_exponentiate, update_max
+from .online_softmax import (
+    ACCUM,
+    LOG2E,
+    alloc_tiles,
+    guard_empty_rows,
+    head_dim_error,
+    rescale_and_exponentiate,
+    update_max,
+)
 
 __all__ = ["DECODE_ATTENTION", "DecodeTemplate", "SplitKV", "FusedSplitKV", "build_decode_attention", "build_combine",
            "query_rows", "block_rows", "kv_bytes"]
@@ -215,18 +223,8 @@ def build_decode_attention(
         if pdl:
             for _ in T.serial(1):  # a statement pt-tvm schedules (a bare call would be none)
                 T.pdl_trigger()
-        Q_shared = T.alloc_shared((block_M, dim), dtype)
-        K_shared = T.alloc_shared((block_N, dim), dtype)
-        V_shared = T.alloc_shared((block_N, dim), dtype)
-        acc_s = T.alloc_fragment((block_M, block_N), ACCUM)
-        acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-        acc_o = T.alloc_fragment((block_M, dim), ACCUM)
-        scores_max = T.alloc_fragment((block_M,), ACCUM)
-        scores_max_prev = T.alloc_fragment((block_M,), ACCUM)
-        row_max = T.alloc_fragment((block_M,), ACCUM)
-        scores_scale = T.alloc_fragment((block_M,), ACCUM)
-        scores_sum = T.alloc_fragment((block_M,), ACCUM)
-        logsum = T.alloc_fragment((block_M,), ACCUM)
+        (Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale,
+         scores_sum, logsum, row_max) = alloc_tiles(block_M, block_N, dim, dtype, row_max=True)
 
         for i, d in T.Parallel(block_M, dim):
             Q_shared[i, d] = T.if_then_else(i < rows, Q[at.bz, at.row(i), at.head(i), d], 0)

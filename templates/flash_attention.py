@@ -36,6 +36,7 @@ from .base import FAST_MATH, Template, TemplateError, operand, priced
 from .online_softmax import (
     ACCUM,
     LOG2E,
+    alloc_tiles,
     guard_empty_rows,
     head_dim_error,
     normalize,
@@ -123,19 +124,8 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
 
     @T.macro
     def program(Q, K, V, O, rows):
-        Q_shared = T.alloc_shared((block_M, dim), dtype)
-        K_shared = T.alloc_shared((block_N, dim), dtype)
-        V_shared = T.alloc_shared((block_N, dim), dtype)
-        acc_s = T.alloc_fragment((block_M, block_N), ACCUM)
-        acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-        acc_o = T.alloc_fragment((block_M, dim), ACCUM)
-        scores_max = T.alloc_fragment((block_M,), ACCUM)
-        scores_max_prev = T.alloc_fragment((block_M,), ACCUM)
-        scores_scale = T.alloc_fragment((block_M,), ACCUM)
-        scores_sum = T.alloc_fragment((block_M,), ACCUM)
-        logsum = T.alloc_fragment((block_M,), ACCUM)
-        if guard:
-            row_max = T.alloc_fragment((block_M,), ACCUM)
+        (Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale,
+         scores_sum, logsum, row_max) = alloc_tiles(block_M, block_N, dim, dtype, row_max=guard)
 
         if pack == 1:
             T.copy(seq(Q, rows, rows.q0 + rows.qb * block_M, block_M, rows.h), Q_shared)
