@@ -482,12 +482,9 @@ def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers
     src[.., min(r0 + i, last), j]`` (rows past a tensor's end clamped to its last: no guarded loads), as the copy
     it is: its region the unclamped one, its bytes the tile's, on the LSU (TileLang lowers it to every thread's
     vector loads); None for any other statement."""
-    loop_vars, extents, body = [], [], stmt
-    while isinstance(body, tirx.For) and isinstance(body.extent, tirx.IntImm):
-        loop_vars.append(body.loop_var)
-        extents.append(int(body.extent))
-        body = body.body
-    if not loop_vars or not isinstance(body, tirx.BufferStore) or not isinstance(body.value, tirx.BufferLoad):
+    loop_vars, extents, body = _nest(stmt)
+    if not loop_vars or None in extents or not isinstance(body, tirx.BufferStore) \
+            or not isinstance(body.value, tirx.BufferLoad):
         return None
     src, dst = body.value, body
     if _scope(src.buffer) != "global" or _scope(dst.buffer) != "shared" or src.buffer.dtype != dst.buffer.dtype:
@@ -499,7 +496,7 @@ def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers
     read = _access(src.buffer, src_min, src_ext, buffers, block_vars)
     write = _access(dst.buffer, dst_min, dst_ext, buffers, block_vars)
     return STask(id=sid, op=OpKind.COPY, placement=placement, index=index,
-                 label=f"copy {read.buffer} -> {write.buffer} (a nest, rows clamped)", tile_shape=_nonunit(dst_ext),
+                 label=f"copy {read.buffer} -> {write.buffer} (a nest)", tile_shape=_nonunit(dst_ext),
                  reads=(read,), writes=(write,), flops=0.0, sfu_ops=0.0,
                  bytes=float(math.prod(extents) * dtype_bytes(text(src.buffer.dtype))), seu=SEUKind.LSU,
                  dtype=text(src.buffer.dtype), attrs={})
@@ -535,11 +532,7 @@ def _nest_region(indices: Sequence[Any], span: dict) -> tuple[list, tuple] | Non
 def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
                  vdev: hw.VDevice, block_vars: _Launch, fname: str) -> STask:
     """A T.Parallel nest (or other scalar loop): per-element ops times the trip counts."""
-    extents, body = [], stmt
-    while isinstance(body, tirx.For):
-        extents.append(int(body.extent) if isinstance(body.extent, tirx.IntImm) else None)
-        body = body.body
-    loop_vars = _loop_vars(stmt)
+    loop_vars, extents, body = _nest(stmt)
     reads, writes, ops, sfu, nested, barriers = {}, {}, [0], [0], [], [0]
 
     def visit(n: Any) -> None:
@@ -594,12 +587,14 @@ def _axes(nodes: list, loop_vars: list) -> str:
                                                   for i in n.indices) for n in nodes)
 
 
-def _loop_vars(stmt: tirx.Stmt) -> list[tirx.Var]:
-    out = []
+def _nest(stmt: tirx.Stmt) -> tuple[list[tirx.Var], list[int | None], tirx.Stmt]:
+    """A loop nest's variables, extents (None where not a constant) and innermost body."""
+    loop_vars, extents = [], []
     while isinstance(stmt, tirx.For):
-        out.append(stmt.loop_var)
+        loop_vars.append(stmt.loop_var)
+        extents.append(int(stmt.extent) if isinstance(stmt.extent, tirx.IntImm) else None)
         stmt = stmt.body
-    return out
+    return loop_vars, extents, stmt
 
 
 def _covers(store: tirx.BufferStore, loop_vars: list, extents: list, buffers: dict[str, BufferInfo]) -> bool:
