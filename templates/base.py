@@ -15,11 +15,12 @@ from typing import Any, Callable, Mapping
 import tilelang
 import tilelang.language as T
 from tilelang.transform import PassConfigKey
+from tvm.script.ir_builder import IRBuilder
 
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand", "named"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
@@ -39,6 +40,15 @@ def bucket(length: int, least: int = 1, most: int | None = None) -> int:
     bucket of sizes is compiled or priced for (the ops' token buckets, decoding's KV-length buckets)."""
     size = max(least, 1 << max(0, length - 1).bit_length())
     return size if most is None else min(most, size)
+
+
+def named(name: str, alloc: Callable[..., Any], *args: Any) -> Any:
+    """``alloc(*args)`` named ``name``, where a helper allocates for the tile program that calls it: the builder
+    names only buffers bound to a Python name in the program itself, and pt-tvm's plans and the emitted CUDA name
+    them."""
+    buf = alloc(*args)
+    IRBuilder.name(name, buf)
+    return buf
 
 
 def operand(shape: tuple, dtype: str, strides: tuple = ()) -> Any:

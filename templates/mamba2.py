@@ -64,9 +64,8 @@ from typing import Any, Mapping
 
 import tilelang.language as T
 import torch
-from tvm.script.ir_builder import IRBuilder
 
-from .base import FAST_MATH, Template, TemplateError, priced, size
+from .base import FAST_MATH, Template, TemplateError, named, priced, size
 
 __all__ = ["CHUNK_STATE", "CHUNK_SCAN", "n_chunks"]
 
@@ -76,12 +75,8 @@ _LOG2E = 1.44269504  # exp(v) = exp2(v * log2(e)): exp2 is the SFU instruction
 
 
 def _per_head(name: str, block_H: int, alloc: Any, *args: Any) -> list:
-    """``block_H`` buffers of one allocation, named ``name`` (one head) or ``name_j``: the builder names
-    only buffers bound to a Python name, and pt-tvm's plans and the emitted CUDA name them."""
-    buffers = [alloc(*args) for _ in range(block_H)]
-    for j, buf in enumerate(buffers):
-        IRBuilder.name(name if block_H == 1 else f"{name}_{j}", buf)
-    return buffers
+    """``block_H`` buffers of one allocation, named ``name`` (one head) or ``name_j``."""
+    return [named(name if block_H == 1 else f"{name}_{j}", alloc, *args) for j in range(block_H)]
 
 
 def n_chunks(seqlen: int, chunk: int) -> int:

@@ -10,7 +10,8 @@ to the same sTasks. The head dims both attention templates take are checked here
 """
 # No ``from __future__ import annotations``: T.macro reads its parameters' annotations.
 import tilelang.language as T
-from tvm.script.ir_builder import IRBuilder
+
+from .base import named
 
 __all__ = ["ACCUM", "LOG2E", "alloc_tiles", "update_max", "guard_empty_rows", "rescale_and_exponentiate", "normalize",
            "normalize_or_zero", "head_dim_error"]
@@ -28,8 +29,7 @@ def head_dim_error(dim) -> "str | None":
 
 
 def alloc_tiles(block_M: int, block_N: int, dim: int, dtype: str, row_max: bool) -> tuple:
-    """One attention block's buffers, allocated in the tile program that calls it and named as pt-tvm's plans and
-    the emitted CUDA name them (the builder names only buffers bound to a Python name in the program itself):
+    """One attention block's buffers, allocated in the tile program that calls it and named (:func:`named`):
     ``Q_shared``, ``K_shared``, ``V_shared``; the scores ``acc_s`` and ``acc_s_cast`` (the input dtype, the ``P V``
     gemm's A operand); the output accumulator ``acc_o``; the online softmax's ``scores_max``, ``scores_max_prev``,
     ``scores_scale``, ``scores_sum``, ``logsum``; and, with ``row_max``, the max a row exponentiates against
@@ -43,11 +43,8 @@ def alloc_tiles(block_M: int, block_N: int, dim: int, dtype: str, row_max: bool)
               **{name: (T.alloc_fragment, (block_M,), ACCUM)
                  for name in ("scores_max", "scores_max_prev", "scores_scale", "scores_sum", "logsum",
                               *(("row_max",) if row_max else ()))}}
-    tiles = []
-    for name, (alloc, shape, kind) in shapes.items():
-        tiles.append(alloc(shape, kind))
-        IRBuilder.name(name, tiles[-1])
-    return (*tiles, *((None,) if not row_max else ()))
+    tiles = tuple(named(name, alloc, shape, kind) for name, (alloc, shape, kind) in shapes.items())
+    return tiles if row_max else (*tiles, None)
 
 
 @T.macro
