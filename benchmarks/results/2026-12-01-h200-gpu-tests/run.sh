@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every GPU test at one commit on ONE H200 (nvidia-h200, 16 cores: the tests are compile-bound), in two device calls
+# Every GPU test at a2d63d7 (2026-12-01: 273 tests, 272 passed, 1 skipped, tornado absent) on ONE H200 (nvidia-h200, 16 cores: the tests are compile-bound), in two device calls
 # each carrying .gpu-bundle, their summaries in gpu-tests-1.txt.gz and gpu-tests-2.txt.gz:
 #   bash benchmarks/results/2026-12-01-h200-gpu-tests/run.sh 1   # templates, ops, shapes, Mamba2
 #   bash benchmarks/results/2026-12-01-h200-gpu-tests/run.sh 2   # decode, random problems and the plan kinds
