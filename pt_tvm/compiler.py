@@ -104,14 +104,17 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
 def _adjusted(result: SearchResult, template: templates.Template, problem: Mapping[str, Any],
               vdev: hw.VDevice) -> SearchResult:
     """``result`` with each plan's price times the template's padding scale at its tile, plus the seconds of the
-    template's other kernels there, re-ranked."""
+    template's other kernels there, re-ranked by price, the shallower pipeline first among equal prices: not
+    :func:`pt_tvm.search.rank_key`'s tie rule, whose deeper pipeline where DRAM binds would move every decoding
+    pick from 2 stages to 3, which measured 5-6% slower at batch 1 x 16k keys on an H200 (2026-11-26 and
+    2026-11-29, docs/NOTES-parity.md)."""
     def adjusted(c: Candidate) -> Candidate:
         tile = c.plan.tile
         scale = template.padding_scale(problem, tile) if template.padding_scale else 1.0
         extra = template.extra_seconds(problem, tile, vdev) if template.extra_seconds else 0.0
         return replace(c, estimate=replace(c.estimate, seconds=c.seconds * scale + extra))
 
-    ranked = sorted(map(adjusted, result.ranked), key=lambda c: (c.seconds, c.note))
+    ranked = sorted(map(adjusted, result.ranked), key=lambda c: (c.seconds, c.plan.num_stages, c.note))
     return replace(result, best=ranked[0], ranked=tuple(ranked))
 
 

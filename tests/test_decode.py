@@ -136,6 +136,17 @@ def test_search_splits_a_small_batch_and_not_a_large_one():
     assert max(many.values()) < 1.01 * min(many.values())
 
 
+def test_equal_prices_take_the_shallower_pipeline():
+    """Batch 1 x 16k keys: the model prices the pick's 2 stages and 3 alike; 3 measured 5-6% slower on an H200
+    (2026-11-26 and 2026-11-29), so the template's re-ranking takes the shallower, not the search's deeper tie."""
+    result, _, _ = schedule_template("decode_attention", "h200",
+                                     params=dict(batch=1, kv_len=16384, heads=32, kv_heads=8, dim=128))
+    best = result.best
+    deeper = [c for c in result.ranked if c.plan.tile == best.plan.tile and c.plan.num_stages == 3
+              and c.plan.style == best.plan.style]
+    assert best.plan.num_stages == 2 and deeper and deeper[0].seconds == best.seconds
+
+
 def test_split_tiles_pay_for_the_combine():
     problem, tile = T.resolve(batch=4, kv_len=8192)
     assert combine_seconds(problem, {**tile, "num_splits": 1}, H100) == 0.0
