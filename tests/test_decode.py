@@ -137,7 +137,7 @@ def test_search_splits_a_small_batch_and_not_a_large_one():
 
 
 def test_equal_prices_take_the_shallower_pipeline():
-    """Batch 1 x 16k keys: the model prices the pick's 2 stages and 3 alike; 3 measured 5-6% slower on an H200
+    """Batch 1 x 16k keys: the model prices the pick's 2 stages and 3 alike; 3 measured 4-6% slower on an H200
     (2026-11-26 and 2026-11-29), so the template's re-ranking takes the shallower, not the search's deeper tie."""
     result, _, _ = schedule_template("decode_attention", "h200",
                                      params=dict(batch=1, kv_len=16384, heads=32, kv_heads=8, dim=128))
