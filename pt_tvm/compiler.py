@@ -105,9 +105,9 @@ def _adjusted(result: SearchResult, template: templates.Template, problem: Mappi
               vdev: hw.VDevice) -> SearchResult:
     """``result`` with each plan's price times the template's padding scale at its tile, plus the seconds of the
     template's other kernels there, re-ranked by price, the shallower pipeline first among equal prices: not
-    :func:`pt_tvm.search.rank_key`'s tie rule, whose deeper pipeline where DRAM binds would move every decoding
-    pick from 2 stages to 3, which measured 4-6% slower at batch 1 x 16k keys on an H200 (2026-11-26 and
-    2026-11-29, docs/NOTES-parity.md)."""
+    :func:`pt_tvm.search.rank_key`'s tie rule, whose deeper pipeline where DRAM binds moved the decoding picks of
+    six configs one stage deeper (2 to 3), which measured 4-6% slower at batch 1 x 16k keys on an H200
+    (2026-11-26 and 2026-11-29, docs/NOTES-parity.md)."""
     def adjusted(c: Candidate) -> Candidate:
         tile = c.plan.tile
         scale = template.padding_scale(problem, tile) if template.padding_scale else 1.0
