@@ -45,7 +45,8 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
     The runs must come from one device model and one commit; a (kernel, config, system) measured
     twice is an error. The header keeps the shared provenance and lists each part's own under ``parts``.
     Each of ``reruns``, in order, a run of some of those configs again (same device and versions, any
-    commit), replaces every row of its configs; its part records its commit. ``across_commits``: parts of one
+    commit), replaces every row of its configs; its part records its commit, and where the grid's configs were
+    then last measured at several commits the header names each (``f01c7c1+c87097f``). ``across_commits``: parts of one
     grid run at different commits (each config measured whole in one of them), each part recording its commit
     and the header all of them (``50593ce+0231e29``). ``keep_first``: a config measured in several runs (a queue
     of calls that measured it twice) keeps its first run's rows; the header counts the configs left out
@@ -77,6 +78,8 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
         head["git_commit"] = "+".join(dict.fromkeys(str(p["git_commit"])[:7] for p in parts))
     if keep_first:
         head["repeats_left_out"] = len(repeats) + sum(h.get("repeats_left_out") or 0 for h in heads)
+    order = [str(head.get("git_commit"))]
+    measured_at = dict.fromkeys((config_key(r) for r in rows), order[0])
     for rerun in reruns:
         again = load_run(rerun, need_rows=False)
         for key in ("device", "tilelang", "torch", "dry_run"):
@@ -89,6 +92,12 @@ def merge_runs(paths: Sequence[str], reruns: Sequence[str] = (), across_commits:
         rows = [r for r in rows if config_key(r) not in redone] + list(again["rows"])
         head["parts"] += [{**p, "git_commit": p.get("git_commit") or again["header"].get("git_commit"),
                            "rerun": len(redone)} for p in _parts(again["header"])]
+        order.append(str(again["header"].get("git_commit")))
+        measured_at.update(dict.fromkeys(redone, order[-1]))
+    held = set(measured_at.values())  # in the parts' order, each commit whose rows the grid still holds
+    commits = dict.fromkeys(c for commit in order if commit in held for c in commit.split("+"))
+    if len(commits) > 1:  # a grid whose configs were last measured at several commits names each
+        head["git_commit"] = "+".join(c[:7] for c in commits)
     head["configs"] = len({config_key(r) for r in rows})  # what the rows hold (not every part's header counted)
     return head, rows
 

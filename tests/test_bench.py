@@ -425,6 +425,7 @@ def test_merge_rerun_replaces_every_row_of_its_configs(tmp_path, capsys):
     redone = [r for r in merged["rows"] if json.dumps(r["config"], sort_keys=True) == key]
     assert sorted(json.dumps(r, sort_keys=True) for r in redone) == sorted(json.dumps(r, sort_keys=True) for r in again)
     assert merged["header"]["parts"][-1]["rerun"] == 1 and merged["header"]["parts"][-1]["git_commit"] == "later"
+    assert merged["header"]["git_commit"] == f"{whole['header']['git_commit'][:7]}+later"  # its rows' two commits
     assert bench_cli.main(["report", str(out), "--out-dir", str(tmp_path / "rep")]) == 0
     assert "part (rerun of 1 configs at later," in (tmp_path / "rep" / "table.md").read_text()
     other = _write(tmp_path / "other.json", {"header": {**whole["header"], "device": "NVIDIA H200"}, "rows": again})
