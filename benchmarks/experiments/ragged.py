@@ -11,8 +11,9 @@ untimed for ``SETTLE_MS`` before its share of a round so that it is timed at the
 suites' and the tuner's way: the headline and the bar), and queued unsettled (this experiment's way until
 2026-11-30, kept beside it: at the power cap the two kernels then share the clock the other left; one H200,
 8 x 1500 attention, 0.92-0.93 queued against 0.944-0.950 settled). The twin's kernel is timed a second time on
-input sets of its own beside the two: identical kernels ran 3% apart in one call (2026-11-30), so a ratio
-nearer the bar than that spread ties with it. "Nearest tile multiple": each ragged size rounded
+input sets of its own beside the two, so that each ratio comes with the spread of identical kernels in its own
+rounds (two samplers of one kernel in another script ran 3% apart on 2026-11-30; in the pairs' rounds on
+2026-12-01 the attention twins came within 0.5%). "Nearest tile multiple": each ragged size rounded
 to the nearest multiple of 128 (GEMM's M, N, K; attention's lengths) or of the chunk (Mamba2's sequence), ties
 up. Packed variable-length attention: a batch of ragged lengths against the same batch with each length
 rounded so, FLOPs counted over the visible (query, key) pairs of the lengths run. Prints a table, writes
@@ -167,9 +168,8 @@ def main(out_dir: str, only: list[str], pairs: list[tuple] = PAIRS) -> None:
             except Exception as ex:  # reported in the row
                 entry["error"] = f"{type(ex).__name__}: {ex}"[:400]
             info[label] = entry
-        # each kernel on its own input sets, and the twin again on sets of its own (the timing's spread: identical
-        # kernels ran 3% apart in one call), timed in alternating rounds: queued, then from CUDA graphs settled
-        # (the headline)
+        # each kernel on its own input sets, and the twin again on sets of its own (the timing's spread between
+        # identical kernels), timed in alternating rounds: queued, then from CUDA graphs settled (the headline)
         timed = dict(info)
         if len(samplers) == 2:
             samplers[AGAIN] = Queued(samplers[TWIN].fn, input_sets(*made[TWIN], vdev.l2_bytes, max_sets=4))
