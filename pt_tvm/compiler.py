@@ -26,7 +26,7 @@ from .graph import STaskGraph
 from .passes import apply_plan, check_emitted, extract_stask_graph, graph_for, is_planned
 from .passes import pass_configs as planned_configs
 from .plan import ExecutionPlan
-from .search import Candidate, SearchResult, SearchSpace, schedule_graph, search_tiles
+from .search import Candidate, NoValidPlan, SearchResult, SearchSpace, ranked, schedule_graph, search_tiles
 
 __all__ = ["extract", "schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile",
            "FallbackWarning", "ToolchainError"]
@@ -89,8 +89,11 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         funcs[id(graph)] = (graph, func)
         return graph
 
-    result = search_tiles(cands, graph_of, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
-                          flops=template.flops(problem), jobs=jobs)
+    def searched(tiles: Sequence[Mapping[str, Any]]) -> SearchResult:
+        return search_tiles(tiles, graph_of, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
+                            flops=template.flops(problem), jobs=jobs)
+
+    result = _preferring(cands, template.prefer, searched)
     if template.extra_seconds is not None or template.padding_scale is not None:
         result = _adjusted(result, template, problem, vdev)
 
@@ -99,6 +102,39 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         return apply_plan(funcs[id(c.graph)][1], c.plan, vdev, c.graph)
 
     return result, problem, build
+
+
+def _preferring(cands: Sequence[Mapping[str, Any]], prefer: Mapping[str, Any],
+                searched: Callable[[Sequence[Mapping[str, Any]]], SearchResult]) -> SearchResult:
+    """The search of ``cands`` under a template's ``prefer``: a tile whose twin with the preferred values is among
+    ``cands`` is searched only where that twin has no valid plan, the rest by price as ever."""
+    def key(tile: Mapping[str, Any]) -> tuple:
+        return tuple(sorted(tile.items()))
+
+    def twin(tile: Mapping[str, Any]) -> tuple:
+        return key({**tile, **prefer})
+
+    have = {key(t) for t in cands}
+    first = [t for t in cands if twin(t) == key(t) or twin(t) not in have]  # preferred, or with no preferred twin
+    if len(first) == len(cands):
+        return searched(cands)
+    try:
+        result = searched(first)
+    except NoValidPlan:
+        return searched([t for t in cands if t not in first])
+    valid = {key(c.plan.tile) for c in result.ranked}
+    fallback = [t for t in cands if t not in first and twin(t) not in valid]
+    if not fallback:
+        return result
+    try:
+        other = searched(fallback)
+    except NoValidPlan:
+        return result
+    best_first = ranked([*result.ranked, *other.ranked])
+    rejected = {k: result.rejected.get(k, 0) + other.rejected.get(k, 0) for k in {*result.rejected, *other.rejected}}
+    return replace(result, best=best_first[0], ranked=tuple(best_first), rejected=rejected,
+                   considered=result.considered + other.considered,
+                   seconds=result.seconds + other.seconds)
 
 
 def _adjusted(result: SearchResult, template: templates.Template, problem: Mapping[str, Any],

@@ -26,7 +26,7 @@ from .simulate import Simulation
 from .stream_k import Split, accumulator, runs_unskewed
 
 __all__ = ["violations", "verify", "loop_order_holds", "deadlock_iterations", "deadlock_violations",
-           "register_estimate", "shared_bytes", "gemm_warpgroups"]
+           "register_estimate", "fragment_bytes", "shared_bytes", "gemm_warpgroups"]
 
 
 def violations(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, *, deadlock: bool = True) -> list[Violation]:
@@ -467,9 +467,26 @@ def _check_carry(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[
 def register_estimate(graph: STaskGraph, threads: int, capped: bool = False) -> int:
     """32-bit registers per thread that the fragments need when spread over ``threads`` threads, plus overhead:
     what ptxas allocates where nothing caps it (a block's occupancy), or, ``capped``, what fits under a
-    setmaxnreg ceiling, which ptxas meets by keeping fewer temporaries live."""
-    frag = sum(b.nbytes or 0 for b in graph.buffers.values() if b.scope in ("fragment", "local"))
+    setmaxnreg ceiling, which ptxas meets by keeping fewer temporaries live. The fragments are counted as
+    :func:`fragment_bytes` has them live."""
+    frag = fragment_bytes(graph)
     return int(math.ceil(frag / 4 / max(threads, 1))) + (_CAPPED_REG_OVERHEAD if capped else _REG_OVERHEAD)
+
+
+def fragment_bytes(graph: STaskGraph) -> int:
+    """The fragments' bytes live at once: those the prologue or the loop touch, or those the epilogue touches,
+    whichever is more. A fragment only the epilogue touches takes the registers of the loop's dead ones (ptxas
+    fits FlashAttention's 96-key tail step after its loop, two score tiles of their own, in the loop's 240
+    registers without a spill, 2026-12-01); one only the prologue touches is counted with the loop's (the same
+    step taken before the loop serialized every wgmma under that ceiling, 2026-11-30)."""
+    sizes = {n: b.nbytes or 0 for n, b in graph.buffers.items() if b.scope in ("fragment", "local")}
+    touched: dict[str, set[Placement]] = {n: set() for n in sizes}
+    for t in graph.stasks:
+        for n in (t.read_buffers() | t.write_buffers()) & sizes.keys():
+            touched[n].add(t.placement)
+    before = sum(sizes[n] for n, at in touched.items() if at != {Placement.EPILOGUE})
+    after = sum(sizes[n] for n, at in touched.items() if Placement.EPILOGUE in at)
+    return max(before, after)
 
 
 # addresses, loop state, wgmma descriptors, temporaries: fits ptxas reports of the FA kernels; the co-resident

@@ -105,6 +105,9 @@ class Template:
     padding_scale : Callable or None
         ``padding_scale(problem, tile)``: the factor on each plan's price of the tile for work its sTask-graph
         cannot see: rows that lengths known only at run time leave past a sequence's end (varlen attention).
+    prefer : Mapping[str, Any]
+        Tile values the search takes over the rest of their dimension wherever a tile with them has a valid plan
+        (a measured rule where the cost model's order is known wrong); the others are searched where it has none.
     """
 
     name: str
@@ -122,6 +125,7 @@ class Template:
     pass_configs: Mapping[str, Any] = field(default_factory=dict)
     extra_seconds: Callable[[Mapping[str, Any], Mapping[str, Any], Any], float] | None = None
     padding_scale: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None
+    prefer: Mapping[str, Any] = field(default_factory=dict)
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
         """Split ``overrides`` into (problem, tile) dicts over the defaults and check that tile; unknown keys

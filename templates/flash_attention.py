@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import FAST_MATH, Template, TemplateError, operand, priced
+from .base import FAST_MATH, Template, TemplateError, named, operand, priced
 from .online_softmax import (
     ACCUM,
     LOG2E,
@@ -70,7 +70,7 @@ class _Rows:
 
 def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool, scale: float, groups: int,
                   block_M: int, block_N: int, num_stages: int, kv_blocks, k_head0: int = 0, v_head0: int = 0,
-                  pack: int = 1):
+                  pack: int = 1, tail: int = 0):
     """The FlashAttention tile program, a macro every kernel inlines. ``packed``: tensors are ``[total, heads,
     dim]`` and a tile's rows past its sequence belong to the next one, so the output is stored row by row up to
     the sequence's end; ``guard``: some rows may see no key (their running max stays ``-inf``; they output 0);
@@ -78,8 +78,11 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
     first key/value head in ``K``/``V`` (past the query heads where the three are one tensor); ``pack``: query
     heads per block (GQA packed, FlashAttention 3's PackGQA): the block's rows are ``block_M // pack`` queries of
     each of heads ``rows.h .. rows.h + pack``, which share one key/value head, so a short or ragged query length
-    fills whole tiles and the key/value blocks are loaded once for the group."""
+    fills whole tiles and the key/value blocks are loaded once for the group; ``tail``: the keys past the last whole
+    key block (``kv_blocks`` then counts the whole ones), a step of their own after the loop at the next multiple
+    of 16 keys (:func:`_tail_step`), its rows loaded with ``Q``."""
     per = block_M // pack  # queries per block (of each head)
+    width = -(-tail // _TAIL_STEP) * _TAIL_STEP
 
     def seq(buf, rows: _Rows, start, n: int, head, cols=slice(None)):
         """Rows ``start .. start + n`` of ``buf``'s sequence dim at ``head`` (its columns ``cols``)."""
@@ -118,7 +121,7 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         sequence's end. The others skip the per-score mask (FlashAttention 3 likewise masks only these)."""
         if causal:
             return (k + 1) * block_N > query(rows, 0) + 1
-        if isinstance(rows.sk, int) and rows.sk % block_N == 0:
+        if tail or isinstance(rows.sk, int) and rows.sk % block_N == 0:
             return False
         return (k + 1) * block_N > rows.sk
 
@@ -126,12 +129,17 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
     def program(Q, K, V, O, rows):
         (Q_shared, K_shared, V_shared, acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale,
          scores_sum, logsum, row_max) = alloc_tiles(block_M, block_N, dim, dtype, row_max=guard)
+        K_tail, V_tail, acc_t, acc_t_cast = _tail_tiles(width, dim, block_M, dtype)
 
         if pack == 1:
             T.copy(seq(Q, rows, rows.q0 + rows.qb * block_M, block_M, rows.h), Q_shared)
         for g, c in head_panels():
             T.copy(seq(Q, rows, rows.q0 + rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)),
                    Q_shared[g * per:(g + 1) * per, c:c + _PANEL])
+        if tail:
+            start = rows.k0 + (rows.sk - tail)
+            T.copy(seq(K, rows, start, width, k_head0 + rows.h // groups), K_tail)
+            T.copy(seq(V, rows, start, width, v_head0 + rows.h // groups), V_tail)
         T.fill(acc_o, 0)
         T.fill(logsum, 0)
         T.fill(scores_max, -T.infinity(ACCUM))
@@ -151,6 +159,15 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
                                          scores_sum, logsum, scale)
             T.copy(seq(V, rows, rows.k0 + k * block_N, block_N, v_head0 + rows.h // groups), V_shared)
             T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+        if tail:
+            T.gemm(Q_shared, K_tail, acc_t, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+            if width > tail:
+                for i, j in T.Parallel(block_M, width):
+                    acc_t[i, j] = T.if_then_else(j < tail, acc_t[i, j], -T.infinity(ACCUM))
+            update_max(acc_t, scores_max, scores_max_prev)
+            rescale_and_exponentiate(acc_t, acc_t_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum,
+                                     logsum, scale)
+            T.gemm(acc_t_cast, V_tail, acc_o, policy=T.GemmWarpPolicy.FullRow)
         if guard:
             normalize_or_zero(acc_o, logsum)
         else:
@@ -172,6 +189,29 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
                        seq(O, rows, rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)))
 
     return program
+
+
+_TAIL_STEP = 16  # the key tail's gemm width is a multiple of a wgmma's K step (its P V gemm's K)
+
+
+def _tail_tiles(width: int, dim: int, block_M: int, dtype: str) -> tuple:
+    """The key tail step's tiles: its rows of ``K`` and ``V`` (shared, loaded before the loop) and its scores
+    (fragments the step after the loop alone touches, so they take the loop's dead score registers); Nones
+    without a tail (``width`` 0)."""
+    if not width:
+        return (None,) * 4
+    return (named("K_tail", T.alloc_shared, (width, dim), dtype), named("V_tail", T.alloc_shared, (width, dim), dtype),
+            named("acc_t", T.alloc_fragment, (block_M, width), ACCUM),
+            named("acc_t_cast", T.alloc_fragment, (block_M, width), dtype))
+
+
+def tail_keys(causal: bool, block_N: int, seq_k: Any) -> int:
+    """The keys a ``key_tail`` tile takes in a step of their own after the loop: those past the last whole key
+    block where no causal mask reaches them and the key length, known when the kernel is built, exceeds one
+    block; 0 where the key blocks are all whole (or no such step applies)."""
+    if causal or not isinstance(seq_k, int) or seq_k <= block_N:
+        return 0
+    return seq_k % block_N
 
 
 def _scale(softmax_scale: float, dim: int) -> float:
@@ -200,7 +240,7 @@ def lengths(problem: Mapping[str, Any]) -> tuple[int, int]:
 def build_flash_attention(
     batch: int, heads: int, kv_heads: int, seq_len: int, seq_len_q: int, seq_len_k: int, dim: int, causal: bool,
     softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
-    q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (),
+    key_tail: int = 0, q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (),
 ):
     """``O = softmax(Q K^T * scale) V`` per head over ``[batch, seqlen, heads, dim]`` tensors. ``q_strides``,
     ``k_strides``, ``v_strides``: a tensor's batch, sequence and head strides in elements where it is a view that
@@ -211,7 +251,7 @@ def build_flash_attention(
     kv_shape = (batch, sk, kv_heads, dim)
     q_type, k_type, v_type = _views(dtype, (q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides))
     program, grid, rows_of = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M,
-                                           block_N, num_stages, pack_gqa)
+                                           block_N, num_stages, pack_gqa, key_tail)
 
     @T.prim_func
     def flash_attention(Q: q_type, K: k_type, V: v_type, O: T.Tensor(q_shape, dtype)):
@@ -228,14 +268,16 @@ def _views(dtype: str, *tensors: tuple) -> tuple:
 
 
 def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal: bool, softmax_scale: float,
-                  dtype: str, block_M: int, block_N: int, num_stages: int, pack_gqa: int, k_head0: int = 0,
-                  v_head0: int = 0):
+                  dtype: str, block_M: int, block_N: int, num_stages: int, pack_gqa: int, key_tail: int,
+                  k_head0: int = 0, v_head0: int = 0):
     """``(program, grid, rows_of)``: the tile program over ``[batch, seqlen, heads, dim]`` tensors, where every
     query block reads the key blocks it sees; the grid's query-block and head dims; the rows of launch index
-    ``(bx, by, bz)``. ``pack_gqa``: a block takes every query head of one key/value head."""
+    ``(bx, by, bz)``. ``pack_gqa``: a block takes every query head of one key/value head; ``key_tail``: the keys
+    past the last whole key block take a step of their own after the loop (:func:`tail_keys`)."""
     pack = _pack(heads, kv_heads, pack_gqa)
     per = block_M // pack
-    n_blocks, n_query_blocks = T.ceildiv(sk, block_N), T.ceildiv(sq, per)
+    tail = tail_keys(causal, block_N, sk) if key_tail else 0
+    n_blocks, n_query_blocks = (sk // block_N if tail else T.ceildiv(sk, block_N)), T.ceildiv(sq, per)
 
     def kv_blocks(rows: _Rows):
         """Key blocks query block ``rows.qb`` attends to (none for a block whose queries see no key)."""
@@ -249,19 +291,19 @@ def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal:
         return _Rows(bz, by * pack if pack > 1 else by, _query_block(bx, n_query_blocks, causal), 0, 0, sq, sk)
 
     program = _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
-                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0, pack)
+                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0, pack, tail)
     return program, (n_query_blocks, heads // pack), rows_of
 
 
 def build_flash_attention_qkv(
     batch: int, heads: int, kv_heads: int, seq_len: int, dim: int, causal: bool, softmax_scale: float, dtype: str,
-    block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
+    block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0, key_tail: int = 0,
 ):
     """Self-attention over one ``QKV [batch, seqlen, heads + 2 kv_heads, dim]`` tensor (the query heads, then the
     key heads, then the value heads: a fused QKV projection's output viewed by heads, as ``gemm_rope`` writes it),
     so the projection's output is read as it lies; ``O [batch, seqlen, heads, dim]``."""
     program, grid, rows_of = _bshd_program(heads, kv_heads, seq_len, seq_len, dim, causal, softmax_scale, dtype,
-                                           block_M, block_N, num_stages, pack_gqa, heads, heads + kv_heads)
+                                           block_M, block_N, num_stages, pack_gqa, key_tail, heads, heads + kv_heads)
 
     @T.prim_func
     def flash_attention_qkv(QKV: T.Tensor((batch, seq_len, heads + 2 * kv_heads, dim), dtype),
@@ -402,7 +444,20 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     for key in ("seq_len_q", "seq_len_k"):
         _check_int("flash_attention", key, problem[key], least=0)
     _check_common("flash_attention", problem, tile)
+    _check_key_tail("flash_attention", problem, tile, lengths(problem)[1])
     _check_strides("flash_attention", problem, ("batch", "seqlen", "heads"))
+
+
+def _check_key_tail(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any], seq_k: int) -> None:
+    """``key_tail`` (0 or 1) takes the keys past the last whole key block in a step of their own: only where there
+    are such keys and no causal mask reaches them (:func:`tail_keys`)."""
+    value = tile.get("key_tail", 0)
+    if value not in (0, 1):
+        raise _fail(template, "key_tail", f"must be 0 or 1, got {value!r}")
+    if value and not tail_keys(problem["causal"], tile["block_N"], seq_k):
+        raise _fail(template, "key_tail", f"=1 needs a non-causal key length past one block and no multiple of "
+                                          f"block_N={tile['block_N']}, got seq_len_k={seq_k}, "
+                                          f"causal={problem['causal']}")
 
 
 def _check_strides(template: str, problem: Mapping[str, Any], dims: tuple) -> None:
@@ -422,6 +477,7 @@ def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """``flash_attention_qkv``'s ``Template.check``."""
     _check_int("flash_attention_qkv", "seq_len", problem["seq_len"])
     _check_common("flash_attention_qkv", problem, tile)
+    _check_key_tail("flash_attention_qkv", problem, tile, problem["seq_len"])
 
 
 def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -590,6 +646,10 @@ def _varlen_padding(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> floa
 
 _TILE = {"block_M": 128, "block_N": 128, "threads": 256, "pack_gqa": 0}
 _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256), "pack_gqa": (0, 1)}
+# the key tail's own step where it applies and its tiles fit: at 8 x 1500 tokens (head dim 128, non-causal) it ran
+# 0.96x the time of the whole 128-key block it replaces (benchmarks/results/2026-12-01-h200-key-tail-last), which
+# the cost model, pricing the step after the loop as one more loop step, would not choose
+_BSHD_TILE, _BSHD_SPACE, _BSHD_PREFER = {**_TILE, "key_tail": 0}, {**_TILE_SPACE, "key_tail": (0, 1)}, {"key_tail": 1}
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
 # 192 query rows over three consumer warpgroups ran 1.01-1.12x the best 128-row tile at head dim 64 (4k and 16k
 # tokens) and 80-key blocks 1.02-1.04x 64-key ones at 256 on one H100
@@ -605,8 +665,9 @@ FLASH_ATTENTION = Template(
     reference=_reference,
     problem={"batch": 8, "heads": 16, "kv_heads": 16, "seq_len": 4096, "seq_len_q": 0, "seq_len_k": 0, **_COMMON,
              **_STRIDES},
-    tile=dict(_TILE),
-    tile_space=dict(_TILE_SPACE),
+    tile=dict(_BSHD_TILE),
+    tile_space=dict(_BSHD_SPACE),
+    prefer=dict(_BSHD_PREFER),
     make_inputs=_make_inputs,
     flops=_flops,
     out_idx=(3,),
@@ -622,8 +683,9 @@ FLASH_ATTENTION_QKV = Template(
     builder=build_flash_attention_qkv,
     reference=_qkv_reference,
     problem={"batch": 1, "heads": 32, "kv_heads": 8, "seq_len": 4096, **_COMMON, "causal": True},
-    tile=dict(_TILE),
-    tile_space=dict(_TILE_SPACE),
+    tile=dict(_BSHD_TILE),
+    tile_space=dict(_BSHD_SPACE),
+    prefer=dict(_BSHD_PREFER),
     make_inputs=_make_qkv_inputs,
     flops=lambda p: _flops({**p, "seq_len_q": 0, "seq_len_k": 0}),
     out_idx=(1,),

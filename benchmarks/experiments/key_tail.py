@@ -1,0 +1,120 @@
+"""GPU experiment: FlashAttention's ragged key tail as a step of its own after the loop (tile ``key_tail=1``)
+against the whole masked key block (``key_tail=0``), each the search's best plan with that value pinned, on
+non-causal shapes whose key length is no multiple of the key tile: encoders (ViT-B/16 at 224 px, ViT-L/14 at 336
+px, Whisper's 1500 frames), cross-attention over a KV cache, and issue 14's 8 x 1500 pair. Records, per shape,
+both kernels' predicted and measured times, so that the price correction for the tail's step
+(``flash_attention._tail_scale``) is fitted to what ran: each kernel checked against the float32 reference on fresh
+inputs (NaN-prefilled), then timed in alternating rounds from CUDA graphs settled at its own clock, inputs rotated
+past the L2 (the suites' way).
+
+    python -m benchmarks.experiments.key_tail $OUT
+"""
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+import torch
+
+from benchmarks.suite import header
+from pt_tvm import hw, templates
+from pt_tvm.compiler import planned_func, schedule_template
+from pt_tvm.measure import (
+    REL_TOL,
+    SETTLE_MS,
+    as_outputs,
+    capture,
+    check_call,
+    input_sets,
+    kernel_outputs,
+    time_samplers,
+)
+from pt_tvm.tune import compile_jobs, warm
+
+NAME = "flash_attention"
+SHAPES = [  # (label, problem)
+    ("8 x 1500, d128 bf16 (issue 14's pair)", {"batch": 8, "seq_len": 1500, "heads": 16, "kv_heads": 16, "dim": 128,
+                                               "dtype": "bfloat16"}),
+    ("8 x 1500, d128", {"batch": 8, "seq_len": 1500, "heads": 16, "kv_heads": 16, "dim": 128}),
+    ("4 x 4000, d128", {"batch": 4, "seq_len": 4000, "heads": 16, "kv_heads": 16, "dim": 128}),
+    ("Whisper encoder 8 x 1500, d64", {"batch": 8, "seq_len": 1500, "heads": 20, "kv_heads": 20, "dim": 64}),
+    ("ViT-L/14 336 px 32 x 577, d64", {"batch": 32, "seq_len": 577, "heads": 16, "kv_heads": 16, "dim": 64}),
+    ("ViT-B/16 224 px 64 x 197, d64", {"batch": 64, "seq_len": 197, "heads": 12, "kv_heads": 12, "dim": 64}),
+    ("777 over 2500 keys, GQA 4", {"batch": 8, "seq_len": 777, "seq_len_k": 2500, "heads": 16, "kv_heads": 4,
+                                   "dim": 128}),
+    ("8 x 1500, d256", {"batch": 8, "seq_len": 1500, "heads": 8, "kv_heads": 8, "dim": 256}),
+]
+ROUNDS = 15
+
+
+def search_one(job: tuple) -> tuple:
+    """The search's best plan of one shape with ``key_tail`` pinned (run in a worker process)."""
+    problem, key_tail, vdev = job
+    try:
+        result, problem, _ = schedule_template(NAME, vdev, params={**problem, "key_tail": key_tail})
+    except Exception as ex:  # a shape with no valid plan at that value: reported in its row
+        return None, f"{type(ex).__name__}: {ex}"[:300]
+    return result.best, problem
+
+
+def main(out_dir: str) -> None:
+    t_start = time.time()
+    vdev, tmpl = hw.from_device(), templates.get(NAME)
+    jobs = [(problem, kt, vdev) for _, problem in SHAPES for kt in (0, 1)]
+    workers = max(1, (os.cpu_count() or 2) - 1)
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        picks = list(pool.map(search_one, jobs))
+    warm([j for (best, problem) in picks if best is not None for j in compile_jobs(NAME, problem, vdev, [best])],
+         workers=workers)
+    print(f"searched and compiled {len(jobs)} kernels in {time.time() - t_start:.0f} s", flush=True)
+    rows = []
+    for i, (label, _) in enumerate(SHAPES):
+        row, samplers = {"shape": label}, {}
+        for kt in (0, 1):
+            best, problem = picks[2 * i + kt]
+            if best is None:
+                row[kt] = {"error": problem}
+                continue
+            entry = {"problem": problem, "tile": dict(best.plan.tile), "plan": best.note,
+                     "predicted_ms": best.seconds * 1e3, "flops": tmpl.flops(problem)}
+            kernel = tmpl.compile(planned_func(NAME, problem, best, vdev), vdev.tvm_target())
+
+            def make(seed, problem=problem):
+                return tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))
+            check = make(1_000)
+            checks = check_call(kernel_outputs(tmpl, kernel), check, as_outputs(tmpl.reference(*check, **problem)))
+            entry["rel_err"] = max(c.rel_err for c in checks)
+            if entry["rel_err"] < REL_TOL[problem["dtype"]] and all(c.prefill != "unverified" for c in checks):
+                nbytes = sum(t.numel() * t.element_size() for t in check)
+                samplers[kt] = capture(kernel_outputs(tmpl, kernel), input_sets(make, nbytes, vdev.l2_bytes,
+                                                                                  max_sets=4))
+            else:
+                entry["error"] = f"wrong result: rel err {entry['rel_err']:.2e}"
+            row[kt] = entry
+        for kt, t in time_samplers(samplers, rounds=ROUNDS, round_ms=150.0, settle_ms=SETTLE_MS).items():
+            row[kt].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80)
+        rows.append(row)
+        with open(os.path.join(out_dir, "key_tail.json"), "w") as f:
+            json.dump({"header": header("python -m benchmarks.experiments.key_tail $OUT",
+                                        torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
+        torch.cuda.empty_cache()
+    print(f"\n{'shape':<40} {'whole us':>9} {'tail us':>9} {'measured':>9} {'predicted':>9}  tiles (whole; tail)")
+    for r in rows:
+        w, t = r[0], r[1]
+        if "ms" in w and "ms" in t:
+            print(f"{r['shape']:<40} {w['ms'] * 1e3:9.1f} {t['ms'] * 1e3:9.1f} {t['ms'] / w['ms']:9.3f} "
+                  f"{t['predicted_ms'] / w['predicted_ms']:9.3f}  {_tile(w)}; {_tile(t)}")
+        else:
+            print(f"{r['shape']:<40} {w.get('error', '')[:60]} | {t.get('error', '')[:60]}")
+    print(f"total {time.time() - t_start:.0f} s")
+
+
+def _tile(entry: dict) -> str:
+    t = entry["tile"]
+    return f"{t['block_M']}x{t['block_N']} {entry['plan'].split(',')[1].strip()}"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
