@@ -9,6 +9,7 @@ own schedule with a warning.
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import warnings
@@ -26,7 +27,7 @@ from .graph import STaskGraph
 from .passes import apply_plan, check_emitted, extract_stask_graph, graph_for, is_planned
 from .passes import pass_configs as planned_configs
 from .plan import ExecutionPlan
-from .search import Candidate, NoValidPlan, SearchResult, SearchSpace, ranked, schedule_graph, search_tiles
+from .search import Candidate, SearchResult, SearchSpace, rank_key, schedule_graph, search_tiles
 
 __all__ = ["extract", "schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile",
            "FallbackWarning", "ToolchainError"]
@@ -89,11 +90,8 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         funcs[id(graph)] = (graph, func)
         return graph
 
-    def searched(tiles: Sequence[Mapping[str, Any]]) -> SearchResult:
-        return search_tiles(tiles, graph_of, vdev, space=space, seed=seed, calibration=_calibration(vdev, calibration),
-                            flops=template.flops(problem), jobs=jobs)
-
-    result = _preferring(cands, template.prefer, searched)
+    result = _preferring(search_tiles(cands, graph_of, vdev, space=space, seed=seed, flops=template.flops(problem),
+                                      calibration=_calibration(vdev, calibration), jobs=jobs), template.prefer)
     if template.extra_seconds is not None or template.padding_scale is not None:
         result = _adjusted(result, template, problem, vdev)
 
@@ -104,37 +102,44 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
     return result, problem, build
 
 
-def _preferring(cands: Sequence[Mapping[str, Any]], prefer: Mapping[str, Any],
-                searched: Callable[[Sequence[Mapping[str, Any]]], SearchResult]) -> SearchResult:
-    """The search of ``cands`` under a template's ``prefer``: a tile whose twin with the preferred values is among
-    ``cands`` is searched only where that twin has no valid plan, the rest by price as ever."""
+# How far above the tile without them the cost model may price a tile with a template's preferred values and still
+# have it taken instead: it priced FlashAttention's key tail step 1.02-1.07x the whole masked block's kernel, which
+# it ran 0.96-0.98x the time of on six shapes of one H200 (benchmarks/results/2026-12-01-h200-key-tail)
+PREFER_TOLERANCE = 0.10
+
+
+def _preferring(result: SearchResult, prefer: Mapping[str, Any]) -> SearchResult:
+    """``result`` under a template's ``prefer``: a tile with the preferred values whose best pipelined plan (two
+    stages or more: what was measured; one stage leaves every load exposed) the model prices within
+    :data:`PREFER_TOLERANCE` of its twin without them takes the twin's place in the ranking, at the twin's price
+    (its plans' own estimates kept); other tiles rank by their prices as ever."""
+    if not prefer:
+        return result
+
     def key(tile: Mapping[str, Any]) -> tuple:
         return tuple(sorted(tile.items()))
 
-    def twin(tile: Mapping[str, Any]) -> tuple:
-        return key({**tile, **prefer})
-
-    have = {key(t) for t in cands}
-    first = [t for t in cands if twin(t) == key(t) or twin(t) not in have]  # preferred, or with no preferred twin
-    if len(first) == len(cands):
-        return searched(cands)
-    try:
-        result = searched(first)
-    except NoValidPlan:
-        return searched([t for t in cands if t not in first])
-    valid = {key(c.plan.tile) for c in result.ranked}
-    fallback = [t for t in cands if t not in first and twin(t) not in valid]
-    if not fallback:
-        return result
-    try:
-        other = searched(fallback)
-    except NoValidPlan:
-        return result
-    best_first = ranked([*result.ranked, *other.ranked])
-    rejected = {k: result.rejected.get(k, 0) + other.rejected.get(k, 0) for k in {*result.rejected, *other.rejected}}
-    return replace(result, best=best_first[0], ranked=tuple(best_first), rejected=rejected,
-                   considered=result.considered + other.considered,
-                   seconds=result.seconds + other.seconds)
+    best: dict[tuple, float] = {}
+    pipelined: dict[tuple, float] = {}  # the same over plans of two or more stages
+    for c in result.ranked:
+        k = key(c.plan.tile)
+        best[k] = min(c.seconds, best.get(k, math.inf))
+        if c.plan.num_stages >= 2:
+            pipelined[k] = min(c.seconds, pipelined.get(k, math.inf))
+    taken: dict[tuple, float] = {}  # a preferred tile's key -> its twins' best price
+    twins = set()
+    for twin, price in best.items():
+        preferred = key({**dict(twin), **prefer})
+        if preferred != twin and pipelined.get(preferred, math.inf) <= price * (1 + PREFER_TOLERANCE):
+            taken[preferred] = min(price, taken.get(preferred, math.inf))
+            twins.add(twin)
+    effective = {k: price / pipelined[k] for k, price in taken.items()}  # the factor on a taken tile's prices
+    kept = [c for c in result.ranked if key(c.plan.tile) not in twins
+            and (c.plan.num_stages >= 2 or key(c.plan.tile) not in taken)]
+    priced = {id(c): c.seconds * effective.get(key(c.plan.tile), 1.0) for c in kept}
+    fastest = min(priced.values())
+    order = sorted(kept, key=lambda c: rank_key(replace(c.estimate, seconds=priced[id(c)]), c.plan, c.note, fastest))
+    return replace(result, best=order[0], ranked=tuple(order))
 
 
 def _adjusted(result: SearchResult, template: templates.Template, problem: Mapping[str, Any],

@@ -106,8 +106,9 @@ class Template:
         ``padding_scale(problem, tile)``: the factor on each plan's price of the tile for work its sTask-graph
         cannot see: rows that lengths known only at run time leave past a sequence's end (varlen attention).
     prefer : Mapping[str, Any]
-        Tile values the search takes over the rest of their dimension wherever a tile with them has a valid plan
-        (a measured rule where the cost model's order is known wrong); the others are searched where it has none.
+        Tile values that take the place of the rest of their dimension where the cost model prices a tile with
+        them near the tile without (``pt_tvm.compiler.PREFER_TOLERANCE``): a measured rule where the model's
+        order of the two is known wrong.
     """
 
     name: str

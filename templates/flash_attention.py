@@ -646,9 +646,10 @@ def _varlen_padding(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> floa
 
 _TILE = {"block_M": 128, "block_N": 128, "threads": 256, "pack_gqa": 0}
 _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (128, 256), "pack_gqa": (0, 1)}
-# the key tail's own step where it applies and its tiles fit: at 8 x 1500 tokens (head dim 128, non-causal) it ran
-# 0.96x the time of the whole 128-key block it replaces (benchmarks/results/2026-12-01-h200-key-tail-last), which
-# the cost model, pricing the step after the loop as one more loop step, would not choose
+# the key tail's own step where it applies and its tiles leave a pipelined loop: on seven non-causal shapes of one
+# H200 it ran 0.95-0.98x the time of the whole masked key block at the same tile, which the cost model priced at
+# 0.89-1.07x (it prices the step after the loop as one more loop step), so it is preferred, not searched by price
+# (benchmarks/results/2026-12-01-h200-key-tail)
 _BSHD_TILE, _BSHD_SPACE, _BSHD_PREFER = {**_TILE, "key_tail": 0}, {**_TILE_SPACE, "key_tail": (0, 1)}, {"key_tail": 1}
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
 # 192 query rows over three consumer warpgroups ran 1.01-1.12x the best 128-row tile at head dim 64 (4k and 16k
