@@ -105,6 +105,18 @@ RAGGED = [
                          "block_M": 128, "block_N": 80, "threads": 128}),
     ("flash_attention_qkv", {"batch": 2, "heads": 8, "kv_heads": 2, "seq_len": 777, "causal": True, "pack_gqa": 1,
                              **FA_TILE}),
+    # the keys past the last whole key block as a step of their own after the loop (key_tail): 104 keys of 1000; one
+    # key of 1025 (its step 16 wide, 15 masked) over a KV cache, GQA packed; ViT-B/16's 197 tokens in 64-key tiles;
+    # head dim 256; the fused QKV layout
+    ("flash_attention", {"batch": 2, "heads": 8, "kv_heads": 8, "seq_len": 1000, "key_tail": 1, **FA_TILE}),
+    ("flash_attention", {"batch": 1, "heads": 8, "kv_heads": 2, "seq_len_q": 300, "seq_len_k": 1025, "dim": 64,
+                         "pack_gqa": 1, "key_tail": 1, "dtype": "bfloat16", **FA_TILE}),
+    ("flash_attention", {"batch": 4, "heads": 12, "kv_heads": 12, "seq_len": 197, "dim": 64, "key_tail": 1,
+                         "block_M": 64, "block_N": 64, "threads": 128}),
+    ("flash_attention", {"batch": 1, "heads": 4, "kv_heads": 2, "seq_len": 555, "dim": 256, "key_tail": 1,
+                         "block_M": 64, "block_N": 64, "threads": 128}),
+    ("flash_attention_qkv", {"batch": 2, "heads": 8, "kv_heads": 2, "seq_len": 777, "causal": False, "key_tail": 1,
+                             **FA_TILE}),
     # head dims off 64, 128 and 256 (any multiple of 16 up to 256; no packing where a 64-column panel is partial)
     ("flash_attention", {"batch": 2, "heads": 8, "kv_heads": 2, "seq_len": 1000, "dim": 80, "causal": True}),
     ("flash_attention", {"batch": 1, "heads": 4, "kv_heads": 4, "seq_len_q": 300, "seq_len_k": 777, "dim": 96,
