@@ -17,7 +17,11 @@ past a tensor's end and clip its stores there; keys past a sequence's end are
 masked to ``-inf`` in the scores, by the causal mask or by the length mask
 that non-causal kernels apply, each only on the key blocks that need it and
 after the QK gemm (which clears its own accumulator), so that no fill stands
-between a key tile's arrival and its wgmma.
+between a key tile's arrival and its wgmma. With the tile parameter
+``key_tail`` (non-causal, key length known when the kernel is built) the keys
+past the last whole key block are one narrower step after the loop instead
+of a whole masked block in it (the search prefers it where it keeps a
+pipelined loop: ``Template.prefer``).
 With ``causal``, query ``i`` sees keys ``j <= i + seqlen_k - seqlen_q``
 (aligned bottom-right, as FlashAttention 2.1+ defines it: the last query sees
 every key); a query that sees no key outputs 0.
