@@ -2,10 +2,10 @@
 against the whole masked key block (``key_tail=0``), each the search's best plan with that value pinned, on
 non-causal shapes whose key length is no multiple of the key tile: encoders (ViT-B/16 at 224 px, ViT-L/14 at 336
 px, Whisper's 1500 frames), cross-attention over a KV cache, and issue 14's 8 x 1500 pair. Records, per shape,
-both kernels' predicted and measured times, so that the price correction for the tail's step
-(``flash_attention._tail_scale``) is fitted to what ran: each kernel checked against the float32 reference on fresh
-inputs (NaN-prefilled), then timed in alternating rounds from CUDA graphs settled at its own clock, inputs rotated
-past the L2 (the suites' way).
+both kernels' predicted and measured times (what the search's preference for the tail, ``Template.prefer``, rests
+on), beside cuDNN's and FlashAttention-2's SDPA as PyTorch users call them (BHSD views of the same tensors): every
+output checked against the float32 reference on fresh inputs (NaN-prefilled), then timed in alternating rounds from
+CUDA graphs settled at each one's own clock, inputs rotated past the L2 (the suites' way).
 
     python -m benchmarks.experiments.key_tail $OUT
 """
@@ -19,6 +19,7 @@ import time
 import torch
 
 from benchmarks.suite import header
+from benchmarks.systems import build_system
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.measure import (
@@ -47,6 +48,7 @@ SHAPES = [  # (label, problem)
     ("8 x 1500, d256", {"batch": 8, "seq_len": 1500, "heads": 8, "kv_heads": 8, "dim": 256}),
 ]
 ROUNDS = 15
+PEERS = ("cudnn-sdpa", "fa2-sdpa")
 
 
 def search_one(job: tuple) -> tuple:
@@ -72,42 +74,58 @@ def main(out_dir: str) -> None:
     rows = []
     for i, (label, _) in enumerate(SHAPES):
         row, samplers = {"shape": label}, {}
+
+        def add(key, fn, problem, entry):
+            """Check ``fn`` on fresh inputs; a CUDA-graph sampler of it where it matches the reference."""
+            def make(seed, problem=problem):
+                return tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))
+            try:
+                check = make(1_000)
+                checks = check_call(fn, check, as_outputs(tmpl.reference(*check, **problem)))
+                entry["rel_err"] = max(c.rel_err for c in checks)
+                if entry["rel_err"] < REL_TOL[problem["dtype"]] and all(c.prefill != "unverified" for c in checks):
+                    nbytes = sum(t.numel() * t.element_size() for t in check)
+                    samplers[key] = capture(fn, input_sets(make, nbytes, vdev.l2_bytes, max_sets=4))
+                else:
+                    entry["error"] = f"wrong result: rel err {entry['rel_err']:.2e}"
+            except Exception as ex:  # a peer that does not take the shape: reported in its row
+                entry["error"] = f"{type(ex).__name__}: {ex}"[:300]
+            row[key] = entry
+
         for kt in (0, 1):
             best, problem = picks[2 * i + kt]
             if best is None:
                 row[kt] = {"error": problem}
                 continue
-            entry = {"problem": problem, "tile": dict(best.plan.tile), "plan": best.note,
-                     "predicted_ms": best.seconds * 1e3, "flops": tmpl.flops(problem)}
             kernel = tmpl.compile(planned_func(NAME, problem, best, vdev), vdev.tvm_target())
-
-            def make(seed, problem=problem):
-                return tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))
-            check = make(1_000)
-            checks = check_call(kernel_outputs(tmpl, kernel), check, as_outputs(tmpl.reference(*check, **problem)))
-            entry["rel_err"] = max(c.rel_err for c in checks)
-            if entry["rel_err"] < REL_TOL[problem["dtype"]] and all(c.prefill != "unverified" for c in checks):
-                nbytes = sum(t.numel() * t.element_size() for t in check)
-                samplers[kt] = capture(kernel_outputs(tmpl, kernel), input_sets(make, nbytes, vdev.l2_bytes,
-                                                                                  max_sets=4))
+            add(kt, kernel_outputs(tmpl, kernel), problem, {
+                "problem": problem, "tile": dict(best.plan.tile), "plan": best.note,
+                "predicted_ms": best.seconds * 1e3, "flops": tmpl.flops(problem)})
+        problem = next(p for b, p in picks[2 * i:2 * i + 2] if b is not None)
+        problem = {k: v for k, v in problem.items() if k != "key_tail"}
+        for peer in PEERS:
+            fn, info = build_system(peer, tmpl, problem, vdev)
+            if fn is None:
+                row[peer] = info
             else:
-                entry["error"] = f"wrong result: rel err {entry['rel_err']:.2e}"
-            row[kt] = entry
-        for kt, t in time_samplers(samplers, rounds=ROUNDS, round_ms=150.0, settle_ms=SETTLE_MS).items():
-            row[kt].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80)
+                add(peer, fn, problem, dict(info))
+        for key, t in time_samplers(samplers, rounds=ROUNDS, round_ms=150.0, settle_ms=SETTLE_MS).items():
+            row[key].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80)
         rows.append(row)
         with open(os.path.join(out_dir, "key_tail.json"), "w") as f:
             json.dump({"header": header("python -m benchmarks.experiments.key_tail $OUT",
                                         torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
         torch.cuda.empty_cache()
-    print(f"\n{'shape':<40} {'whole us':>9} {'tail us':>9} {'measured':>9} {'predicted':>9}  tiles (whole; tail)")
+    print(f"\n{'shape':<40} {'whole us':>9} {'tail us':>9} {'measured':>9} {'predicted':>9}  "
+          + "  ".join(f"{p + ' us':>15}" for p in PEERS) + "  tiles (whole; tail)")
     for r in rows:
         w, t = r[0], r[1]
+        peers = "  ".join(f"{r[p]['ms'] * 1e3:15.1f}" if "ms" in r[p] else f"{'-':>15}" for p in PEERS)
         if "ms" in w and "ms" in t:
             print(f"{r['shape']:<40} {w['ms'] * 1e3:9.1f} {t['ms'] * 1e3:9.1f} {t['ms'] / w['ms']:9.3f} "
-                  f"{t['predicted_ms'] / w['predicted_ms']:9.3f}  {_tile(w)}; {_tile(t)}")
+                  f"{t['predicted_ms'] / w['predicted_ms']:9.3f}  {peers}  {_tile(w)}; {_tile(t)}")
         else:
-            print(f"{r['shape']:<40} {w.get('error', '')[:60]} | {t.get('error', '')[:60]}")
+            print(f"{r['shape']:<40} {w.get('error', '')[:60]} | {t.get('error', '')[:60]}  {peers}")
     print(f"total {time.time() - t_start:.0f} s")
 
 
