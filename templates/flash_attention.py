@@ -84,7 +84,7 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
     each of heads ``rows.h .. rows.h + pack``, which share one key/value head, so a short or ragged query length
     fills whole tiles and the key/value blocks are loaded once for the group; ``tail``: the keys past the last whole
     key block (``kv_blocks`` then counts the whole ones), a step of their own after the loop at the next multiple
-    of 16 keys (:func:`_tail_step`), its rows loaded with ``Q``."""
+    of 16 keys (:func:`_tail_tiles`), its rows loaded with ``Q``."""
     per = block_M // pack  # queries per block (of each head)
     width = -(-tail // _TAIL_STEP) * _TAIL_STEP
 
@@ -209,7 +209,7 @@ def _tail_tiles(width: int, dim: int, block_M: int, dtype: str) -> tuple:
             named("acc_t_cast", T.alloc_fragment, (block_M, width), dtype))
 
 
-def tail_keys(causal: bool, block_N: int, seq_k: Any) -> int:
+def _tail_keys(causal: bool, block_N: int, seq_k: Any) -> int:
     """The keys a ``key_tail`` tile takes in a step of their own after the loop: those past the last whole key
     block where no causal mask reaches them and the key length, known when the kernel is built, exceeds one
     block; 0 where the key blocks are all whole (or no such step applies)."""
@@ -277,10 +277,10 @@ def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal:
     """``(program, grid, rows_of)``: the tile program over ``[batch, seqlen, heads, dim]`` tensors, where every
     query block reads the key blocks it sees; the grid's query-block and head dims; the rows of launch index
     ``(bx, by, bz)``. ``pack_gqa``: a block takes every query head of one key/value head; ``key_tail``: the keys
-    past the last whole key block take a step of their own after the loop (:func:`tail_keys`)."""
+    past the last whole key block take a step of their own after the loop (:func:`_tail_keys`)."""
     pack = _pack(heads, kv_heads, pack_gqa)
     per = block_M // pack
-    tail = tail_keys(causal, block_N, sk) if key_tail else 0
+    tail = _tail_keys(causal, block_N, sk) if key_tail else 0
     n_blocks, n_query_blocks = (sk // block_N if tail else T.ceildiv(sk, block_N)), T.ceildiv(sq, per)
 
     def kv_blocks(rows: _Rows):
@@ -454,11 +454,11 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
 
 def _check_key_tail(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any], seq_k: int) -> None:
     """``key_tail`` (0 or 1) takes the keys past the last whole key block in a step of their own: only where there
-    are such keys and no causal mask reaches them (:func:`tail_keys`)."""
+    are such keys and no causal mask reaches them (:func:`_tail_keys`)."""
     value = tile.get("key_tail", 0)
     if value not in (0, 1):
         raise _fail(template, "key_tail", f"must be 0 or 1, got {value!r}")
-    if value and not tail_keys(problem["causal"], tile["block_N"], seq_k):
+    if value and not _tail_keys(problem["causal"], tile["block_N"], seq_k):
         raise _fail(template, "key_tail", f"=1 needs a non-causal key length past one block and no multiple of "
                                           f"block_N={tile['block_N']}, got seq_len_k={seq_k}, "
                                           f"causal={problem['causal']}")
