@@ -8,6 +8,7 @@ threads, naming the rule, the limit and by how much (:class:`~pt_tvm.plan.Violat
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from .graph import BLOCK_SYNC, DepKind, Edge, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
@@ -480,13 +481,32 @@ def fragment_bytes(graph: STaskGraph) -> int:
     registers without a spill, 2026-12-01); one only the prologue touches is counted with the loop's (the same
     step taken before the loop serialized every wgmma under that ceiling, 2026-11-30)."""
     sizes = {n: b.nbytes or 0 for n, b in graph.buffers.items() if b.scope in ("fragment", "local")}
-    touched: dict[str, set[Placement]] = {n: set() for n in sizes}
-    for t in graph.stasks:
-        for n in (t.read_buffers() | t.write_buffers()) & sizes.keys():
-            touched[n].add(t.placement)
-    before = sum(sizes[n] for n, at in touched.items() if at != {Placement.EPILOGUE})
-    after = sum(sizes[n] for n, at in touched.items() if Placement.EPILOGUE in at)
+    live = _live_ranges(graph, sizes.keys())
+    epilogue = _ORDER[Placement.EPILOGUE]
+    before = sum(size for n, size in sizes.items() if n not in live or live[n][0][0] < epilogue)
+    after = sum(size for n, size in sizes.items() if n in live and live[n][1][0] == epilogue)
     return max(before, after)
+
+
+_ORDER = {Placement.PROLOGUE: 0, Placement.LOOP: 1, Placement.EPILOGUE: 2}
+
+
+def _point(t: STask) -> tuple[int, int]:
+    """Where ``t`` runs in program order: its placement, then its index outside the loop (the loop one point)."""
+    return (_ORDER[t.placement], 0 if t.placement == Placement.LOOP else t.index)
+
+
+def _live_ranges(graph: STaskGraph, names: Iterable[str]) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+    """The first and last :func:`_point` at which an sTask touches each of ``names`` (those no sTask touches are
+    left out)."""
+    names = set(names)
+    live: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
+    for t in graph.stasks:
+        p = _point(t)
+        for b in (t.read_buffers() | t.write_buffers()) & names:
+            lo, hi = live.get(b, (p, p))
+            live[b] = (min(lo, p), max(hi, p))
+    return live
 
 
 # addresses, loop state, wgmma descriptors, temporaries: fits ptxas reports of the FA kernels; the co-resident
@@ -523,28 +543,16 @@ def shared_bytes(plan: ExecutionPlan, graph: STaskGraph) -> int:
     barriers = sum(2 * 8 * p.depth for p in plan.pipelines)
     if not reuses_dead_shared(plan, graph):
         return sum(sizes.values()) + barriers
-    points = [(t.placement, t.index) for t in graph.stasks if t.placement != Placement.LOOP]
-    points.append((Placement.LOOP, 0))
-    order = {Placement.PROLOGUE: 0, Placement.LOOP: 1, Placement.EPILOGUE: 2}
-
-    def point(t: STask) -> tuple[int, int]:
-        return (order[t.placement], 0 if t.placement == Placement.LOOP else t.index)
-
-    live = {}
-    for t in graph.stasks:
-        for b in t.read_buffers() | t.write_buffers():
-            if b in sizes:
-                lo, hi = live.get(b, (point(t), point(t)))
-                live[b] = (min(lo, point(t)), max(hi, point(t)))
+    live = _live_ranges(graph, sizes)
     if plan.style == Style.WARP_SPECIALIZED:  # the producer fills the loop's stages while the consumers still run
         # the prologue, so a stage the producer loads lives from the kernel's start
-        first = min(point(t) for t in graph.stasks)
+        first = min(_point(t) for t in graph.stasks)
         for t in graph.loop_stasks:
             if plan.append_of(t.id).seu == SEUKind.TMA:
                 for b in t.write_buffers() & live.keys():
                     live[b] = (first, live[b][1])
-    peak = max((sum(sizes[b] for b, (lo, hi) in live.items() if lo <= (order[pl], i) <= hi)
-                for pl, i in ((p, 0 if p == Placement.LOOP else i) for p, i in points)), default=0)
+    points = {_point(t) for t in graph.stasks} | {(_ORDER[Placement.LOOP], 0)}
+    peak = max((sum(sizes[b] for b, (lo, hi) in live.items() if lo <= p <= hi) for p in points), default=0)
     return peak + barriers
 
 
