@@ -9,30 +9,18 @@ CUDA graphs settled at each one's own clock, inputs rotated past the L2 (the sui
 
     python -m benchmarks.experiments.key_tail $OUT
 """
-import concurrent.futures
 import json
-import multiprocessing
 import os
 import sys
 import time
 
 import torch
 
+from benchmarks.experiments.variants import best_pinned, graphed_if_right, pinned_kernel
 from benchmarks.suite import header
 from benchmarks.systems import build_system
 from pt_tvm import hw, templates
-from pt_tvm.compiler import planned_func, schedule_template
-from pt_tvm.measure import (
-    REL_TOL,
-    SETTLE_MS,
-    as_outputs,
-    capture,
-    check_call,
-    input_sets,
-    kernel_outputs,
-    time_samplers,
-)
-from pt_tvm.tune import compile_jobs, warm
+from pt_tvm.measure import SETTLE_MS, time_samplers
 
 NAME = "flash_attention"
 SHAPES = [  # (label, problem)
@@ -51,45 +39,19 @@ ROUNDS = 15
 PEERS = ("cudnn-sdpa", "fa2-sdpa")
 
 
-def search_one(job: tuple) -> tuple:
-    """The search's best plan of one shape with ``key_tail`` pinned (run in a worker process)."""
-    problem, key_tail, vdev = job
-    try:
-        result, problem, _ = schedule_template(NAME, vdev, params={**problem, "key_tail": key_tail})
-    except Exception as ex:  # a shape with no valid plan at that value: reported in its row
-        return None, f"{type(ex).__name__}: {ex}"[:300]
-    return result.best, problem
-
-
 def main(out_dir: str) -> None:
     t_start = time.time()
     vdev, tmpl = hw.from_device(), templates.get(NAME)
-    jobs = [(problem, kt, vdev) for _, problem in SHAPES for kt in (0, 1)]
-    workers = max(1, (os.cpu_count() or 2) - 1)
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        picks = list(pool.map(search_one, jobs))
-    warm([j for (best, problem) in picks if best is not None for j in compile_jobs(NAME, problem, vdev, [best])],
-         workers=workers)
-    print(f"searched and compiled {len(jobs)} kernels in {time.time() - t_start:.0f} s", flush=True)
+    picks = best_pinned(NAME, [{**problem, "key_tail": kt} for _, problem in SHAPES for kt in (0, 1)], vdev)
+    print(f"searched and compiled {len(picks)} kernels in {time.time() - t_start:.0f} s", flush=True)
     rows = []
     for i, (label, _) in enumerate(SHAPES):
         row, samplers = {"shape": label}, {}
 
         def add(key, fn, problem, entry):
-            """Check ``fn`` on fresh inputs; a CUDA-graph sampler of it where it matches the reference."""
-            def make(seed, problem=problem):
-                return tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))
-            try:
-                check = make(1_000)
-                checks = check_call(fn, check, as_outputs(tmpl.reference(*check, **problem)))
-                entry["rel_err"] = max(c.rel_err for c in checks)
-                if entry["rel_err"] < REL_TOL[problem["dtype"]] and all(c.prefill != "unverified" for c in checks):
-                    nbytes = sum(t.numel() * t.element_size() for t in check)
-                    samplers[key] = capture(fn, input_sets(make, nbytes, vdev.l2_bytes, max_sets=4))
-                else:
-                    entry["error"] = f"wrong result: rel err {entry['rel_err']:.2e}"
-            except Exception as ex:  # a peer that does not take the shape: reported in its row
-                entry["error"] = f"{type(ex).__name__}: {ex}"[:300]
+            sampler = graphed_if_right(tmpl, fn, problem, vdev, entry)
+            if sampler is not None:
+                samplers[key] = sampler
             row[key] = entry
 
         for kt in (0, 1):
@@ -97,8 +59,7 @@ def main(out_dir: str) -> None:
             if best is None:
                 row[kt] = {"error": problem}
                 continue
-            kernel = tmpl.compile(planned_func(NAME, problem, best, vdev), vdev.tvm_target())
-            add(kt, kernel_outputs(tmpl, kernel), problem, {
+            add(kt, pinned_kernel(NAME, best, problem, vdev), problem, {
                 "problem": problem, "tile": dict(best.plan.tile), "plan": best.note,
                 "predicted_ms": best.seconds * 1e3, "flops": tmpl.flops(problem)})
         problem = next(p for b, p in picks[2 * i:2 * i + 2] if b is not None)

@@ -2,10 +2,12 @@
 search, each checked on every output against the float32 reference on fresh random inputs (NaN-prefilled),
 then timed with a peer (cuBLAS unless named) in alternating rounds, inputs rotated past the L2. Prints a
 table, writes JSON after every config (a run cut off by its time limit keeps what it finished)."""
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -14,14 +16,23 @@ from benchmarks.systems import build_system
 from pt_tvm import hw, ops, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.cost import estimate
-from pt_tvm.measure import REL_TOL, as_outputs, check_call, input_sets, time_interleaved, time_replayed
+from pt_tvm.measure import (
+    REL_TOL,
+    as_outputs,
+    capture,
+    check_call,
+    input_sets,
+    kernel_outputs,
+    time_interleaved,
+    time_replayed,
+)
 from pt_tvm.ops import kernels
 from pt_tvm.plan import ExecutionPlan
 from pt_tvm.search import Candidate, SearchResult, SearchSpace
 from pt_tvm.tune import compile_jobs, warm
 
 __all__ = ["describe", "priced", "compare", "compare_gemms", "bucket_line", "save_rows", "bucket_stores", "through",
-           "store_kernels", "compare_buckets", "check_and_time"]
+           "store_kernels", "compare_buckets", "check_and_time", "best_pinned", "pinned_kernel", "graphed_if_right"]
 
 Picks = Callable[[SearchResult, hw.VDevice], Mapping[str, Candidate | None]]
 
@@ -102,6 +113,54 @@ def check_and_time(fns: Mapping[str, Callable], tmpl, shape: Mapping, vdev: hw.V
     for name, t in time_interleaved(fns, sets, rounds=rounds, round_ms=150.0).items():
         info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(shape) / t.ms / 1e9)
     return info
+
+
+def _search_pinned(job: tuple) -> tuple:
+    """(the search's best candidate, problem) of one (template, params) job, or (None, error text)."""
+    name, params, vdev = job
+    try:
+        result, problem, _ = schedule_template(name, vdev, params=params)
+    except Exception as ex:  # a shape with no valid plan at a pinned value: reported in its row
+        return None, f"{type(ex).__name__}: {ex}"[:300]
+    return result.best, problem
+
+
+def best_pinned(name: str, params: Sequence[Mapping[str, Any]], vdev: hw.VDevice) -> list[tuple]:
+    """The search's best plan for each of ``params`` (tile parameters among them pinned), searched and then
+    compiled in worker processes: ``(candidate, problem)`` each, or ``(None, error text)``."""
+    workers = max(1, (os.cpu_count() or 2) - 1)
+    jobs = [(name, dict(p), vdev) for p in params]
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        picks = list(pool.map(_search_pinned, jobs))
+    warm([j for best, problem in picks if best is not None for j in compile_jobs(name, problem, vdev, [best])],
+         workers=workers)
+    return picks
+
+
+def pinned_kernel(name: str, best: Candidate, problem: Mapping[str, Any], vdev: hw.VDevice) -> Callable:
+    """The compiled kernel of ``best`` (from TileLang's cache after :func:`best_pinned`), called as the template's
+    outputs."""
+    tmpl = templates.get(name)
+    return kernel_outputs(tmpl, tmpl.compile(planned_func(name, problem, best, vdev), vdev.tvm_target()))
+
+
+def graphed_if_right(tmpl, fn: Callable, problem: Mapping[str, Any], vdev: hw.VDevice, entry: dict):
+    """``fn`` checked on fresh inputs (NaN-prefilled) against the float32 reference, its relative error (or why it
+    failed) written into ``entry``; a CUDA-graph sampler of it over input sets rotated past the L2 where it is
+    right, else None."""
+    def make(seed):
+        return tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))
+    try:
+        check = make(1_000)
+        checks = check_call(fn, check, as_outputs(tmpl.reference(*check, **problem)))
+        entry["rel_err"] = max(c.rel_err for c in checks)
+        if entry["rel_err"] < REL_TOL[problem["dtype"]] and all(c.prefill != "unverified" for c in checks):
+            nbytes = sum(t.numel() * t.element_size() for t in check)
+            return capture(fn, input_sets(make, nbytes, vdev.l2_bytes, max_sets=4))
+        entry["error"] = f"wrong result: rel err {entry['rel_err']:.2e}"
+    except Exception as ex:  # a peer that does not take the shape: reported in its row
+        entry["error"] = f"{type(ex).__name__}: {ex}"[:300]
+    return None
 
 
 def describe(c: Candidate) -> str:
