@@ -6,7 +6,10 @@ inputs (NaN-prefilled), then timed in alternating rounds from CUDA graphs settle
 rotated past the L2. Each row also carries its kernels as measured candidates (tile, plan, ms), so
 ``python -m benchmarks model-check query_tiles.json`` re-prices them.
 
-    python -m benchmarks.experiments.query_tiles $OUT
+    python -m benchmarks.experiments.query_tiles $OUT [gqa]
+
+``gqa``: LLaMA-3.2-1B/3B's attention instead (32 query heads over 8 key/value heads of 64, causal): prefill at
+1 x 2048 and 4 x 4096 tokens, and 777 new tokens over a 2500-token KV cache.
 """
 import json
 import os
@@ -33,19 +36,24 @@ SHAPES = [  # (label, problem); head dim 64, float16
     ("4 x 4096 causal", {"batch": 4, "seq_len": 4096, "heads": 32, "kv_heads": 32, "causal": True}),
     ("1 x 16384 causal", {"batch": 1, "seq_len": 16384, "heads": 32, "kv_heads": 32, "causal": True}),
 ]
+GQA = {"heads": 32, "kv_heads": 8, "causal": True}
+SETS = {"": SHAPES, "gqa": [("prefill 1 x 2048, GQA 32/8", {"batch": 1, "seq_len": 2048, **GQA}),
+                            ("prefill 4 x 4096, GQA 32/8", {"batch": 4, "seq_len": 4096, **GQA}),
+                            ("777 over 2500 keys, GQA 32/8", {"batch": 8, "seq_len": 777, "seq_len_k": 2500, **GQA})]}
 ROWS = (64, 128, 192)  # query tiles (block_M)
 ROUNDS = 11
 PEER = "cudnn-sdpa"
 
 
-def main(out_dir: str) -> None:
+def main(out_dir: str, name: str = "") -> None:
     t_start = time.time()
+    shapes = SETS[name]
     vdev, tmpl = hw.from_device(), templates.get(NAME)
-    params = [{**problem, "dim": 64, **({"block_M": m} if m else {})} for _, problem in SHAPES for m in (0, *ROWS)]
+    params = [{**problem, "dim": 64, **({"block_M": m} if m else {})} for _, problem in shapes for m in (0, *ROWS)]
     picks = best_pinned(NAME, params, vdev)
     print(f"searched and compiled {len(picks)} kernels in {time.time() - t_start:.0f} s", flush=True)
     rows, per = [], 1 + len(ROWS)
-    for i, (label, _) in enumerate(SHAPES):
+    for i, (label, _) in enumerate(shapes):
         found = picks[per * i:per * (i + 1)]
         (pick, problem), pinned = found[0], dict(zip(ROWS, found[1:]))
         config = {k: v for k, v in problem.items() if k not in tmpl.tile} if pick is not None else {}
@@ -71,8 +79,8 @@ def main(out_dir: str) -> None:
             entry.update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80)
         row["candidates"] = cands
         rows.append(row)
-        with open(os.path.join(out_dir, "query_tiles.json"), "w") as f:
-            json.dump({"header": header("python -m benchmarks.experiments.query_tiles $OUT",
+        with open(os.path.join(out_dir, f"query_tiles{'-' + name if name else ''}.json"), "w") as f:
+            json.dump({"header": header(f"python -m benchmarks.experiments.query_tiles $OUT {name}".rstrip(),
                                         torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
         torch.cuda.empty_cache()
     print(f"\n{'shape':<28} {PEER + ' us':>14}  " + "  ".join(f"{f'{m} rows: us (pred)':>24}" for m in ROWS)
@@ -90,4 +98,4 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"], *sys.argv[2:3])
