@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from tilelang.transform import PassConfigKey
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
 
 from pt_tvm import templates
 from pt_tvm.compiler import planned_func, schedule_template
@@ -220,11 +221,18 @@ def _sdpa(backend_name: str) -> Callable:
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
         backend = getattr(SDPBackend, backend_name)
         gqa = problem["heads"] != problem["kv_heads"]
+        lq = problem["seq_len"]
+        lk = problem.get("seq_len_k") or lq
+        # causal over a KV cache is aligned bottom-right, as pt-tvm and FlashAttention define it: PyTorch's
+        # is_causal aligns it top-left, so its users pass the lower-right causal bias instead
+        bottom_right = problem["causal"] and lq != lk
+        mask = causal_lower_right(lq, lk) if bottom_right else None
 
         def run(q, k, v):
             with sdpa_kernel(backend):
                 o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                   is_causal=problem["causal"], enable_gqa=gqa)
+                                                   attn_mask=mask, is_causal=problem["causal"] and not bottom_right,
+                                                   enable_gqa=gqa)
             return o.transpose(1, 2)
 
         return run, {"layout": "BHSD views of BSHD tensors"}

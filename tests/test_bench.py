@@ -1227,3 +1227,23 @@ def test_no_config_starts_past_the_deadline(monkeypatch, capsys):
     rows = suite.run_configs(cfgs, None, workers=1, deadline=1.5, on_config=lambda r: saved.append(len(r)))
     assert rows == [{"config": {"batch": 1}}, {"config": {"batch": 8}}] and saved == [1, 2]
     assert "deadline: 1 of 3 configs not started" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seq_len_k", [50, 17])
+def test_sdpa_peer_aligns_causal_over_a_kv_cache_bottom_right(seq_len_k):
+    """The SDPA peers run causal attention over a KV cache (more keys than queries) as PyTorch's users align it
+    bottom-right (``causal_lower_right``), which is what pt-tvm computes; ``is_causal`` (top-left) where the
+    lengths match. Checked with the math backend on the CPU against the template's float32 reference."""
+    import torch
+
+    from benchmarks.systems import _sdpa
+    from pt_tvm import templates
+
+    tmpl = templates.get("flash_attention")
+    problem, _ = tmpl.resolve_problem(batch=2, seq_len=17, seq_len_k=seq_len_k, heads=4, kv_heads=2, dim=64,
+                                      causal=True)
+    run, _ = _sdpa("MATH")(tmpl, problem, None)
+    q, k, v = (t.float() for t in tmpl.make_inputs(problem, "cpu", torch.Generator().manual_seed(0)))
+    ref = tmpl.reference(q, k, v, **problem)
+    ref = ref[0] if isinstance(ref, tuple) else ref
+    assert torch.allclose(run(q, k, v), ref, atol=1e-5)

@@ -356,12 +356,18 @@ def test_causal_walks_first_pick_within_the_bar():
 
 def test_query_tiles_third_warpgroup_priced_as_measured(monkeypatch):
     """FlashAttention at head dim 64, the best plan at 64, 128 and 192 query rows (the last three consumer
-    warpgroups) on nine configs of 197-16384 tokens, measured on one H200: with the three warpgroups' steady
-    iteration stretched (``cost.THIRD_WARPGROUP_STRETCH``) the first pick is the fastest measured on every config
-    and Spearman 1.00; unstretched the model put ViT-L/14's 577 tokens on 192 rows, 6.7% behind the 64-row plan."""
-    [(_, run)] = load_runs(QUERY_TILES)
-    (s, _) = summarize(check_rows(run["rows"], hw.get("h200")))
-    assert s.configs == 9 and s.gap_worst < 1.005 and s.spearman_mean > 0.95
+    warpgroups), measured on one H200: nine configs of 197-16384 tokens, then LLaMA-3.2's GQA 32/8 (prefill and a
+    KV cache, causal). With the three warpgroups' steady iteration stretched (``cost.THIRD_WARPGROUP_STRETCH``,
+    fitted on the nine) the first pick is the fastest measured on all twelve, Spearman 1.00 on the nine and 0.83 on
+    the three; unstretched the model put ViT-L/14's 577 tokens on 192 rows, 6.7% behind the 64-row plan."""
+    runs = [run for _, run in load_runs(QUERY_TILES)]
+
+    def checks():
+        return [check_rows(run["rows"], hw.get("h200")) for run in runs]
+
+    nine, gqa = (summarize(c)[0] for c in checks())
+    assert (nine.configs, gqa.configs) == (9, 3)
+    assert nine.gap_worst < 1.005 and nine.spearman_mean > 0.95 and gqa.gap_worst < 1.005
     monkeypatch.setattr(cost, "THIRD_WARPGROUP_STRETCH", 1.0)
-    (s, _) = summarize(check_rows(run["rows"], hw.get("h200")))
-    assert s.gap_worst > 1.05 and s.spearman_mean < 0.8
+    nine = summarize(checks()[0])[0]
+    assert nine.gap_worst > 1.05 and nine.spearman_mean < 0.8
