@@ -235,7 +235,10 @@ def _sdpa(backend_name: str) -> Callable:
                                                    enable_gqa=gqa)
             return o.transpose(1, 2)
 
-        return run, {"layout": "BHSD views of BSHD tensors"}
+        info = {"layout": "BHSD views of BSHD tensors"}
+        if bottom_right:  # torch.nn.attention.bias.CausalBias dispatches itself, past sdpa_kernel's choice
+            info["causal"] = "causal_lower_right: PyTorch's FlashAttention-2 or memory-efficient kernel, any backend"
+        return run, info
 
     return make
 
