@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-__all__ = ["sdpa", "flash_attn_4", "flashinfer", "peer"]
+__all__ = ["sdpa", "flash_attn_4", "flashinfer", "peer", "lower_right_mask"]
 
 
 def _full_lengths(problem: Mapping[str, Any]) -> None:
@@ -17,26 +17,31 @@ def _full_lengths(problem: Mapping[str, Any]) -> None:
         raise ValueError("this peer reads the whole cache: it takes full sequences only (ragged=False)")
 
 
+def lower_right_mask(q_len: int, kv_len: int, gqa: bool, device: Any = "cuda") -> Any:
+    """SDPA's ``attn_mask`` for causal attention of ``q_len`` new queries over ``kv_len`` keys aligned bottom-right
+    (the last query sees every key), as its users write it: the lower-right causal bias, or with GQA the boolean
+    mask of keys up to each query's own position (the bias with ``enable_gqa`` fails inside torch 2.11's SDPA:
+    "Boolean value of Tensor with more than one value is ambiguous", q_len 4 on an H100, 2026-11-23)."""
+    from torch.nn.attention.bias import causal_lower_right  # loads torch._dynamo and sympy: ~1 s on --help
+
+    if gqa:
+        return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril(kv_len - q_len)
+    return causal_lower_right(q_len, kv_len)
+
+
 def sdpa(backend_name: str) -> Callable:
     """``F.scaled_dot_product_attention`` on the contiguous cache, as a user calls it to decode: the new queries
-    against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves (lower-right).
-    The lower-right causal bias (``causal_lower_right``) with ``enable_gqa`` fails inside torch 2.11's SDPA
-    ("Boolean value of Tensor with more than one value is ambiguous", every q_len 4 row on an H100,
-    2026-11-23), so with GQA the mask is the boolean one users write instead (keys up to their own position)."""
+    against the cached keys, GQA through ``enable_gqa``, the new tokens causal among themselves
+    (:func:`lower_right_mask`)."""
 
     def make(template: Any, problem: Mapping[str, Any], vdev: Any, **_: Any) -> tuple[Callable, dict]:
-        from torch.nn.attention.bias import causal_lower_right  # loads torch._dynamo and sympy: ~1 s on --help
-
         if problem["page_size"]:
             raise ValueError("SDPA takes no paged cache")
         _full_lengths(problem)
         backend = getattr(SDPBackend, backend_name)
         q_len, kv_len = problem["q_len"], problem["kv_len"]
         gqa = problem["heads"] != problem["kv_heads"]
-        mask = None
-        if q_len > 1:
-            mask = torch.ones(q_len, kv_len, dtype=torch.bool, device="cuda").tril(kv_len - q_len) if gqa \
-                else causal_lower_right(q_len, kv_len)
+        mask = lower_right_mask(q_len, kv_len, gqa) if q_len > 1 else None
 
         def run(q, k, v, seqlens):
             with sdpa_kernel(backend):

@@ -23,7 +23,6 @@ import torch
 import torch.nn.functional as F
 from tilelang.transform import PassConfigKey
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.nn.attention.bias import causal_lower_right
 
 from pt_tvm import templates
 from pt_tvm.compiler import planned_func, schedule_template
@@ -32,7 +31,7 @@ from pt_tvm.passes import launch_grid, symbolic_sizes
 from pt_tvm.templates import TemplateError
 from pt_tvm.tune import tune_template
 
-from .decode_peers import flashinfer, peer
+from .decode_peers import flashinfer, lower_right_mask, peer
 
 __all__ = ["SYSTEMS", "PEERS_BY_SUITE", "AUTOTUNE_NUM_STAGES", "build_system", "flops_per_second", "grid_blocks",
            "autotune_configs", "autotune_jit", "tilelang_cache", "role_based_ws_configs"]
@@ -224,20 +223,23 @@ def _sdpa(backend_name: str) -> Callable:
         lq = problem["seq_len"]
         lk = problem.get("seq_len_k") or lq
         # causal over a KV cache is aligned bottom-right, as pt-tvm and FlashAttention define it: PyTorch's
-        # is_causal aligns it top-left, so its users pass the lower-right causal bias instead
+        # is_causal aligns it top-left, so its users pass a lower-right mask instead
         bottom_right = problem["causal"] and lq != lk
-        mask = causal_lower_right(lq, lk) if bottom_right else None
+        masks: dict = {}  # by device, built on the first call
 
         def run(q, k, v):
+            if bottom_right and q.device not in masks:
+                masks[q.device] = lower_right_mask(lq, lk, gqa, q.device)
             with sdpa_kernel(backend):
                 o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                                   attn_mask=mask, is_causal=problem["causal"] and not bottom_right,
-                                                   enable_gqa=gqa)
+                                                   attn_mask=masks.get(q.device),
+                                                   is_causal=problem["causal"] and not bottom_right, enable_gqa=gqa)
             return o.transpose(1, 2)
 
         info = {"layout": "BHSD views of BSHD tensors"}
         if bottom_right:  # torch.nn.attention.bias.CausalBias dispatches itself, past sdpa_kernel's choice
-            info["causal"] = "causal_lower_right: PyTorch's FlashAttention-2 or memory-efficient kernel, any backend"
+            info["causal"] = ("a boolean lower-right mask" if gqa else "causal_lower_right: PyTorch's "
+                              "FlashAttention-2 or memory-efficient kernel, whatever backend is asked")
         return run, info
 
     return make

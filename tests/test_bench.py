@@ -1230,18 +1230,20 @@ def test_no_config_starts_past_the_deadline(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("seq_len_k", [50, 17])
-def test_sdpa_peer_aligns_causal_over_a_kv_cache_bottom_right(seq_len_k):
-    """The SDPA peers run causal attention over a KV cache (more keys than queries) as PyTorch's users align it
-    bottom-right (``causal_lower_right``), which is what pt-tvm computes; ``is_causal`` (top-left) where the
-    lengths match. Checked with the math backend on the CPU against the template's float32 reference."""
+@pytest.mark.parametrize("kv_heads", [2, 4])
+def test_sdpa_peer_aligns_causal_over_a_kv_cache_bottom_right(seq_len_k, kv_heads):
+    """The SDPA peers run causal attention over a KV cache (more keys than queries) aligned bottom-right as their
+    users write it (``causal_lower_right``; with GQA a boolean mask), which is what pt-tvm computes; ``is_causal``
+    (top-left) where the lengths match. Checked with the math backend on the CPU against the template's float32
+    reference."""
     import torch
 
     from benchmarks.systems import _sdpa
     from pt_tvm import templates
 
     tmpl = templates.get("flash_attention")
-    problem, _ = tmpl.resolve_problem(batch=2, seq_len=17, seq_len_k=seq_len_k, heads=4, kv_heads=2, dim=64,
-                                      causal=True)
+    problem, _ = tmpl.resolve_problem(batch=2, seq_len=17, seq_len_k=seq_len_k, heads=4, kv_heads=kv_heads,
+                                      dim=64, causal=True)
     run, _ = _sdpa("MATH")(tmpl, problem, None)
     q, k, v = (t.float() for t in tmpl.make_inputs(problem, "cpu", torch.Generator().manual_seed(0)))
     ref = tmpl.reference(q, k, v, **problem)
