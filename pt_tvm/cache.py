@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -36,6 +38,7 @@ __all__ = [
     "PlanCacheWarning",
     "atomic_write",
     "default_cache_dir",
+    "model_fingerprint",
     "plan_key",
     "structure_key",
     "template_key",
@@ -75,6 +78,26 @@ def atomic_write(path: str, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
         raise
+
+
+# the packages whose code chooses a searched plan: the cost model, the plan space and its rules (pt_tvm), the
+# extraction and emission (passes), the templates' tiles and preferences
+_MODEL_PACKAGES = ("pt_tvm", "pt_tvm.passes", "pt_tvm.templates")
+
+
+@functools.cache
+def model_fingerprint() -> str:
+    """sha256 over the Python source of the packages that choose a searched plan (``_MODEL_PACKAGES``, each
+    package's own modules). The keys of plans the cost model chose hold it (``extra``), so code that chooses
+    differently (a repriced plan kind, a new tile) searches again instead of replaying the old choice, though
+    the package version is the same; measured choices (the tuning database, tuned plans) stay keyed without it."""
+    digest = hashlib.sha256()
+    for package in _MODEL_PACKAGES:
+        for folder in importlib.util.find_spec(package).submodule_search_locations:
+            for name in sorted(f for f in os.listdir(folder) if f.endswith(".py")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    digest.update(f"{package}.{name}\0".encode() + f.read())
+    return digest.hexdigest()
 
 
 def structure_key(graph: STaskGraph) -> str:

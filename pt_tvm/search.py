@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .cache import PlanCache, plan_key
+from .cache import PlanCache, model_fingerprint, plan_key
 from .cost import Calibration, Estimate, estimate, l2_bound, least_dram_order, simulated_iterations
 from .graph import STaskGraph, symbols_text
 from .hw import VDevice
@@ -403,8 +403,8 @@ def schedule_graph(graph: STaskGraph, vdev: VDevice, *, space: SearchSpace = Sea
                    calibration: Calibration | None = None, cache: PlanCache | None = None) -> SearchResult:
     """The intra-EU search for one graph (its tile fixed), through ``cache`` when given: a hit skips the
     search and returns the cached plan, re-verified and re-priced; a stale entry is searched again."""
-    key = plan_key(graph, vdev, {"space": space, "seed": seed, "calibration": calibration}) \
-        if cache is not None else None
+    key = plan_key(graph, vdev, {"space": space, "seed": seed, "calibration": calibration,
+                                 "model": model_fingerprint()}) if cache is not None else None
     hit = cache.get(key) if key is not None else None
     if hit is not None and not violations(hit, graph, vdev):
         best = Candidate(hit, estimate(hit, graph, vdev, calibration), graph, "from the plan cache")

@@ -11,7 +11,15 @@ import pytest
 import tilelang.testing
 
 from pt_tvm import extract, hw, templates
-from pt_tvm.cache import FORMAT, PlanCache, PlanCacheWarning, atomic_write, plan_key, structure_key
+from pt_tvm.cache import (
+    FORMAT,
+    PlanCache,
+    PlanCacheWarning,
+    atomic_write,
+    model_fingerprint,
+    plan_key,
+    structure_key,
+)
 from pt_tvm.plan import ExecutionPlan
 from pt_tvm.search import SearchSpace, search
 
@@ -65,6 +73,29 @@ def test_target_and_extra_change_key(gemm):
             plan_key(g, "h100", {"space": SearchSpace()}), plan_key(g, "h100", {"space": SearchSpace(max_stage=2)})}
     assert None not in keys and len(keys) == 5
     assert plan_key(g, "h100", {"space": SearchSpace()}) == plan_key(g, "h100", {"space": SearchSpace()})
+
+
+def test_model_fingerprint_reads_the_code_that_chooses_plans(monkeypatch, tmp_path):
+    """The fingerprint is a sha256 over the source of the packages that choose plans (pt_tvm, pt_tvm.passes,
+    pt_tvm.templates): the same code gives the same one, a changed module another."""
+    from pt_tvm import cache
+
+    fingerprint = model_fingerprint()
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
+    (tmp_path / "chooser").mkdir()
+    (tmp_path / "chooser" / "__init__.py").write_text("")
+    (tmp_path / "chooser" / "cost.py").write_text("STRETCH = 1.3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cache, "_MODEL_PACKAGES", (*cache._MODEL_PACKAGES, "chooser"))
+    seen = set()
+    try:
+        for source in ("STRETCH = 1.3\n", "STRETCH = 1.3\n", "STRETCH = 1.2\n"):
+            (tmp_path / "chooser" / "cost.py").write_text(source)
+            model_fingerprint.cache_clear()
+            seen.add(model_fingerprint())
+    finally:
+        model_fingerprint.cache_clear()
+    assert len(seen) == 2 and fingerprint not in seen
 
 
 def test_extra_without_stable_identity_is_not_cached(gemm):

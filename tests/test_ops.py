@@ -254,6 +254,20 @@ def test_plan_cache_serves_a_new_process(dispatch, tmp_path, caplog):
     assert rel_err(out.float(), a.float() @ b.float()) < REL_TOL["float16"]
 
 
+def test_a_plan_another_model_chose_is_searched_again(dispatch, monkeypatch, tmp_path, caplog):
+    """The model's choice on disk is keyed by the code that chose it (``cache.model_fingerprint``): code that
+    chooses differently searches again (and caches its own choice) rather than replaying the old one."""
+    calls, _ = dispatch
+    a, b = randn(128, 64), randn(64, 128, seed=1)
+    ops.matmul(a, b)
+    monkeypatch.setattr(kernels, "model_fingerprint", lambda: "another model")
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))), \
+            caplog.at_level(logging.INFO, logger="pt_tvm.ops"):
+        ops.matmul(a, b)
+    assert calls.search == 2 and "from search" in caplog.records[-1].getMessage()
+    assert len(PlanCache(str(tmp_path))) == 2
+
+
 def test_a_plan_cache_entry_that_no_longer_fits_is_searched_again(dispatch, tmp_path):
     calls, _ = dispatch
     ops.matmul(randn(128, 64), randn(64, 128))

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 
 from .. import hw, templates
-from ..cache import PlanCache, PlanCacheWarning, template_key
+from ..cache import PlanCache, PlanCacheWarning, model_fingerprint, template_key
 from ..compiler import schedule_template
 from ..cost import load_calibration
 from ..passes import ScheduleMismatch, apply_plan, extract_stask_graph
@@ -143,8 +143,9 @@ class KernelStore:
         start = time.perf_counter()
         cache = PlanCache(self.config.cache_dir)
         extra = {"space": _SEARCH, "seed": _SEED, "calibration": load_calibration(vdev.name)}
-        keys = {mode: template_key(template.name, problem, vdev, {**extra, "mode": mode})
-                for mode in ("tuned", "model")}
+        keys = {"tuned": template_key(template.name, problem, vdev, {**extra, "mode": "tuned"}),
+                "model": template_key(template.name, problem, vdev, {**extra, "mode": "model",
+                                                                     "model": model_fingerprint()})}
         try:
             for mode in ("tuned",) if self.config.tune else ("tuned", "model"):
                 found = _cached(cache, keys[mode], template, problem, vdev)
