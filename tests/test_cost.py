@@ -375,6 +375,24 @@ def test_a_tile_of_more_than_128_accumulators_a_thread_is_priced_as_measured_slo
     assert cost._wide_accumulator_factor(narrow.plan, narrow.graph, vdev) == 1.0
 
 
+def test_three_consumer_warpgroups_steady_iteration_is_stretched(monkeypatch):
+    """FlashAttention's 192-row tile at head dim 64 (three consumer warpgroups) has its steady iteration priced
+    THIRD_WARPGROUP_STRETCH over its timeline's; a 128-row tile (two) keeps its timeline's."""
+    from pt_tvm.compiler import schedule_template
+
+    vdev = hw.get("h200")
+    problem = dict(batch=1, seq_len=2048, heads=8, kv_heads=8, dim=64)
+    three, two = (schedule_template("flash_attention", vdev, params={**problem, "block_M": m})[0].best
+                  for m in (192, 128))
+    factor = cost.THIRD_WARPGROUP_STRETCH
+    stretched = {id(c): cost.estimate(c.plan, c.graph, vdev) for c in (three, two)}
+    monkeypatch.setattr(cost, "THIRD_WARPGROUP_STRETCH", 1.0)
+    plain = {id(c): cost.estimate(c.plan, c.graph, vdev) for c in (three, two)}
+    ratio = stretched[id(three)].cycles_per_iteration / plain[id(three)].cycles_per_iteration
+    assert factor > 1 and ratio == pytest.approx(factor) and stretched[id(three)].seconds > plain[id(three)].seconds
+    assert stretched[id(two)].cycles_per_iteration == plain[id(two)].cycles_per_iteration
+
+
 def test_wgmma_operand_reads_and_tile_loads_share_the_shared_memory_port():
     """A 256x160 GEMM tile on two consumer warpgroups: TileLang's Square split gives each 2 x m64n80 wgmmas, which
     read A's slice again for each, where a split by rows gives one m64n160; with the tile's loads both pass through
