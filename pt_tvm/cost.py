@@ -642,8 +642,11 @@ THIRD_WARPGROUP_STRETCH = 1.3
 
 
 def _third_warpgroup_stretch(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
-    """THIRD_WARPGROUP_STRETCH where a role of three or more warpgroups runs a gemm, else 1."""
-    return THIRD_WARPGROUP_STRETCH if any(wgs >= 3 for _, wgs in gemm_warpgroups(plan, graph, vdev)) else 1.0
+    """THIRD_WARPGROUP_STRETCH where a warp-specialized plan runs a gemm on three or more warpgroups of a chip whose
+    warpgroups are wgmma's (more than one warp: not an A100's or MI300X's warps of a software pipeline), else 1."""
+    three = (plan.style == Style.WARP_SPECIALIZED and vdev.eu.warpgroup_warps > 1
+             and any(wgs >= 3 for _, wgs in gemm_warpgroups(plan, graph, vdev)))
+    return THIRD_WARPGROUP_STRETCH if three else 1.0
 
 
 # Fraction of a co-resident block's time hidden under the other blocks of its SM. With 1.0 (perfect

@@ -377,7 +377,8 @@ def test_a_tile_of_more_than_128_accumulators_a_thread_is_priced_as_measured_slo
 
 def test_three_consumer_warpgroups_steady_iteration_is_stretched(monkeypatch):
     """FlashAttention's 192-row tile at head dim 64 (three consumer warpgroups) has its steady iteration priced
-    THIRD_WARPGROUP_STRETCH over its timeline's; a 128-row tile (two) keeps its timeline's."""
+    THIRD_WARPGROUP_STRETCH over its timeline's; a 128-row tile (two) keeps its timeline's, and so does an A100's
+    software pipeline of eight warps."""
     from pt_tvm.compiler import schedule_template
 
     vdev = hw.get("h200")
@@ -391,6 +392,10 @@ def test_three_consumer_warpgroups_steady_iteration_is_stretched(monkeypatch):
     ratio = stretched[id(three)].cycles_per_iteration / plain[id(three)].cycles_per_iteration
     assert factor > 1 and ratio == pytest.approx(factor) and stretched[id(three)].seconds > plain[id(three)].seconds
     assert stretched[id(two)].cycles_per_iteration == plain[id(two)].cycles_per_iteration
+    a100 = hw.get("a100")  # its warpgroup is one warp: a 256-thread software pipeline has eight, not stretched
+    pipelined = schedule_template("flash_attention", a100, params={**problem, "threads": 256})[0].best
+    assert len(pipelined.plan.roles) == 1 and pipelined.plan.num_warps == 8
+    assert cost._third_warpgroup_stretch(pipelined.plan, pipelined.graph, a100) == 1.0
 
 
 def test_wgmma_operand_reads_and_tile_loads_share_the_shared_memory_port():
