@@ -55,8 +55,9 @@ def main(out_dir: str, name: str = "") -> None:
     rows, per = [], 1 + len(ROWS)
     for i, (label, _) in enumerate(shapes):
         found = picks[per * i:per * (i + 1)]
-        (pick, problem), pinned = found[0], dict(zip(ROWS, found[1:]))
-        config = {k: v for k, v in problem.items() if k not in tmpl.tile} if pick is not None else {}
+        (pick, _), pinned = found[0], dict(zip(ROWS, found[1:]))
+        problem = next(p for b, p in found if b is not None)  # as resolved by any search that found a plan
+        config = {k: v for k, v in problem.items() if k not in tmpl.tile}
         row, samplers, cands = {"shape": label, "kernel": NAME, "system": "pt-tvm", "config": config}, {}, []
         for m, (best, p) in pinned.items():
             if best is None:
