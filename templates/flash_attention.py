@@ -74,7 +74,7 @@ class _Rows:
 
 def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool, scale: float, groups: int,
                   block_M: int, block_N: int, num_stages: int, kv_blocks, k_head0: int = 0, v_head0: int = 0,
-                  pack: int = 1, tail: int = 0):
+                  pack: int = 1, tail: int = 0, own_o: bool = False):
     """The FlashAttention tile program, a macro every kernel inlines. ``packed``: tensors are ``[total, heads,
     dim]`` and a tile's rows past its sequence belong to the next one, so the output is stored row by row up to
     the sequence's end; ``guard``: some rows may see no key (their running max stays ``-inf``; they output 0);
@@ -84,7 +84,9 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
     each of heads ``rows.h .. rows.h + pack``, which share one key/value head, so a short or ragged query length
     fills whole tiles and the key/value blocks are loaded once for the group; ``tail``: the keys past the last whole
     key block (``kv_blocks`` then counts the whole ones), a step of their own after the loop at the next multiple
-    of 16 keys (:func:`_tail_tiles`), its rows loaded with ``Q``."""
+    of 16 keys (:func:`_tail_tiles`), its rows loaded with ``Q``; ``own_o``: the output tile is staged in a shared
+    tile of its own, not in ``Q_shared`` (so a persistent block's producer may load the next tile's queries while
+    this tile's epilogue runs)."""
     per = block_M // pack  # queries per block (of each head)
     width = -(-tail // _TAIL_STEP) * _TAIL_STEP
 
@@ -176,20 +178,21 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
             normalize_or_zero(acc_o, logsum)
         else:
             normalize(acc_o, logsum)
-        # the output tile is staged through Q_shared: Q is dead after the loop, and the
+        # the output tile is staged through Q_shared unless own_o: Q is dead after the loop, and the
         # shared memory this saves is what lets head dim 256 keep two K/V stages
-        T.copy(acc_o, Q_shared)
+        O_shared = named("O_shared", T.alloc_shared, (block_M, dim), dtype) if own_o else Q_shared
+        T.copy(acc_o, O_shared)
         if packed:  # row by row up to the sequence's end, a loop a packed head (its head index then a constant
             # of the loop, so the stores vectorize: one loop over all heads stored an element at a time, 1.35x slower)
             for g in range(pack):
                 for i, d in T.Parallel(per, dim):
                     if rows.qb * per + i < rows.sq:
-                        O[rows.q0 + rows.qb * per + i, rows.h + g, d] = Q_shared[g * per + i, d]
+                        O[rows.q0 + rows.qb * per + i, rows.h + g, d] = O_shared[g * per + i, d]
         elif pack == 1:
-            T.copy(Q_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
+            T.copy(O_shared, seq(O, rows, rows.qb * block_M, block_M, rows.h))
         else:
             for g, c in head_panels():
-                T.copy(Q_shared[g * per:(g + 1) * per, c:c + _PANEL],
+                T.copy(O_shared[g * per:(g + 1) * per, c:c + _PANEL],
                        seq(O, rows, rows.qb * per, per, rows.h + g, slice(c, c + _PANEL)))
 
     return program
@@ -244,18 +247,18 @@ def lengths(problem: Mapping[str, Any]) -> tuple[int, int]:
 def build_flash_attention(
     batch: int, heads: int, kv_heads: int, seq_len: int, seq_len_q: int, seq_len_k: int, dim: int, causal: bool,
     softmax_scale: float, dtype: str, block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0,
-    key_tail: int = 0, q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (),
+    key_tail: int = 0, q_strides: tuple = (), k_strides: tuple = (), v_strides: tuple = (), o_shared: int = 0,
 ):
     """``O = softmax(Q K^T * scale) V`` per head over ``[batch, seqlen, heads, dim]`` tensors. ``q_strides``,
     ``k_strides``, ``v_strides``: a tensor's batch, sequence and head strides in elements where it is a view that
     does not lie packed (the heads of a fused projection, a ``[batch, heads, seqlen, dim]`` tensor transposed);
-    ``()``: packed."""
+    ``()``: packed. ``o_shared``: the output tile staged in a shared tile of its own (1) or in ``Q_shared`` (0)."""
     sq, sk = lengths({"seq_len": seq_len, "seq_len_q": seq_len_q, "seq_len_k": seq_len_k})
     q_shape = (batch, sq, heads, dim)
     kv_shape = (batch, sk, kv_heads, dim)
     q_type, k_type, v_type = _views(dtype, (q_shape, q_strides), (kv_shape, k_strides), (kv_shape, v_strides))
     program, grid, rows_of = _bshd_program(heads, kv_heads, sq, sk, dim, causal, softmax_scale, dtype, block_M,
-                                           block_N, num_stages, pack_gqa, key_tail)
+                                           block_N, num_stages, pack_gqa, key_tail, o_shared=o_shared)
 
     @T.prim_func
     def flash_attention(Q: q_type, K: k_type, V: v_type, O: T.Tensor(q_shape, dtype)):
@@ -273,11 +276,12 @@ def _views(dtype: str, *tensors: tuple) -> tuple:
 
 def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal: bool, softmax_scale: float,
                   dtype: str, block_M: int, block_N: int, num_stages: int, pack_gqa: int, key_tail: int,
-                  k_head0: int = 0, v_head0: int = 0):
+                  k_head0: int = 0, v_head0: int = 0, o_shared: int = 0):
     """``(program, grid, rows_of)``: the tile program over ``[batch, seqlen, heads, dim]`` tensors, where every
     query block reads the key blocks it sees; the grid's query-block and head dims; the rows of launch index
     ``(bx, by, bz)``. ``pack_gqa``: a block takes every query head of one key/value head; ``key_tail``: the keys
-    past the last whole key block take a step of their own after the loop (:func:`_tail_keys`)."""
+    past the last whole key block take a step of their own after the loop (:func:`_tail_keys`); ``o_shared``: the
+    output tile staged in a shared tile of its own."""
     pack = _pack(heads, kv_heads, pack_gqa)
     per = block_M // pack
     tail = _tail_keys(causal, block_N, sk) if key_tail else 0
@@ -295,19 +299,22 @@ def _bshd_program(heads: int, kv_heads: int, sq: int, sk: int, dim: int, causal:
         return _Rows(bz, by * pack if pack > 1 else by, _query_block(bx, n_query_blocks, causal), 0, 0, sq, sk)
 
     program = _tile_program(dim, dtype, causal, False, causal and sq > sk, _scale(softmax_scale, dim),
-                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0, pack, tail)
+                            heads // kv_heads, block_M, block_N, num_stages, kv_blocks, k_head0, v_head0, pack, tail,
+                            bool(o_shared))
     return program, (n_query_blocks, heads // pack), rows_of
 
 
 def build_flash_attention_qkv(
     batch: int, heads: int, kv_heads: int, seq_len: int, dim: int, causal: bool, softmax_scale: float, dtype: str,
     block_M: int, block_N: int, threads: int, num_stages: int, pack_gqa: int = 0, key_tail: int = 0,
+    o_shared: int = 0,
 ):
     """Self-attention over one ``QKV [batch, seqlen, heads + 2 kv_heads, dim]`` tensor (the query heads, then the
     key heads, then the value heads: a fused QKV projection's output viewed by heads, as ``gemm_rope`` writes it),
     so the projection's output is read as it lies; ``O [batch, seqlen, heads, dim]``."""
     program, grid, rows_of = _bshd_program(heads, kv_heads, seq_len, seq_len, dim, causal, softmax_scale, dtype,
-                                           block_M, block_N, num_stages, pack_gqa, key_tail, heads, heads + kv_heads)
+                                           block_M, block_N, num_stages, pack_gqa, key_tail, heads, heads + kv_heads,
+                                           o_shared)
 
     @T.prim_func
     def flash_attention_qkv(QKV: T.Tensor((batch, seq_len, heads + 2 * kv_heads, dim), dtype),
@@ -449,6 +456,7 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         _check_int("flash_attention", key, problem[key], least=0)
     _check_common("flash_attention", problem, tile)
     _check_key_tail("flash_attention", problem, tile, lengths(problem)[1])
+    _check_o_shared("flash_attention", tile)
     _check_strides("flash_attention", problem, ("batch", "seqlen", "heads"))
 
 
@@ -462,6 +470,12 @@ def _check_key_tail(template: str, problem: Mapping[str, Any], tile: Mapping[str
         raise _fail(template, "key_tail", f"=1 needs a non-causal key length past one block and no multiple of "
                                           f"block_N={tile['block_N']}, got seq_len_k={seq_k}, "
                                           f"causal={problem['causal']}")
+
+
+def _check_o_shared(template: str, tile: Mapping[str, Any]) -> None:
+    """``o_shared`` (0 or 1) stages the output tile in a shared tile of its own instead of ``Q_shared``."""
+    if tile.get("o_shared", 0) not in (0, 1):
+        raise _fail(template, "o_shared", f"must be 0 or 1, got {tile['o_shared']!r}")
 
 
 def _check_strides(template: str, problem: Mapping[str, Any], dims: tuple) -> None:
@@ -482,6 +496,7 @@ def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     _check_int("flash_attention_qkv", "seq_len", problem["seq_len"])
     _check_common("flash_attention_qkv", problem, tile)
     _check_key_tail("flash_attention_qkv", problem, tile, problem["seq_len"])
+    _check_o_shared("flash_attention_qkv", tile)
 
 
 def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -654,7 +669,8 @@ _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (
 # H200 it ran 0.95-0.98x the time of the whole masked key block at the same tile, which the cost model priced at
 # 0.89-1.07x (it prices the step after the loop as one more loop step), so it is preferred, not searched by price
 # (benchmarks/results/2026-12-01-h200-key-tail)
-_BSHD_TILE, _BSHD_SPACE, _BSHD_PREFER = {**_TILE, "key_tail": 0}, {**_TILE_SPACE, "key_tail": (0, 1)}, {"key_tail": 1}
+_BSHD_TILE, _BSHD_SPACE, _BSHD_PREFER = ({**_TILE, "key_tail": 0, "o_shared": 0},
+                                        {**_TILE_SPACE, "key_tail": (0, 1), "o_shared": (0,)}, {"key_tail": 1})
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
 # 192 query rows over three consumer warpgroups ran 1.01-1.12x the best 128-row tile at head dim 64 (4k and 16k
 # tokens) and 80-key blocks 1.02-1.04x 64-key ones at 256 on one H100
