@@ -41,12 +41,13 @@ from .plan import (
     in_flight_clash,
 )
 from .stream_k import Split, runs_unskewed
-from .verify import gemm_warpgroups, loop_order_holds, violations
+from .verify import gemm_warpgroups, loop_order_holds, shared_bytes, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "producer_nreg", "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants",
            "base_plans", "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
-           "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "row_split_variant",
+           "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "shallower", "walks_persistently",
+           "row_split_variant",
            "carried_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
@@ -429,22 +430,47 @@ def tile_orders(graph: STaskGraph, vdev: VDevice) -> list[TileOrder]:
 
 def tile_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:
     """The plan with its output tiles walked in each other order (L2 reuse among the tiles resident at
-    once), and, warp-specialized over more tiles than EUs, persistently in each order; none for a kernel of
-    symbolic sizes (its walk would be laid out for the sizes it was priced at).
-
-    Persistently only where every pipeline is the loop's and no warpgroups take turns: a persistent walk
-    that reloads a pipeline once per tile (FlashAttention's Q) or carries turns from tile to tile computes the
-    right result (tests/test_tile_walk.py's GPU test, on an H100 and an H200) but ran 0.65-0.96x the speed of
-    the same causal plans launched as a grid and 0.89-0.98x without a mask, where the model prices it 1-3% faster
-    (one H200, benchmarks/results/2026-11-28-h200-causal-order).
-    """
+    once), and, warp-specialized over more tiles than EUs, persistently in each order where
+    :func:`walks_persistently`, one stage shallower where its depth leaves no room (a persistent kernel keeps apart
+    the tiles a launched one lays over its dead stages: FlashAttention's ``O_shared`` at head dim 128 leaves two
+    K/V stages where launched it keeps three); none for a kernel of symbolic sizes (its walk would be laid out for
+    the sizes it was priced at)."""
     orders = tile_orders(graph, vdev)
     out = [replace(plan, tile_order=o, persistent=False) for o in orders]
     blocks = graph.grid_blocks()
     if plan.style == Style.WARP_SPECIALIZED and blocks is not None and blocks > vdev.num_eus and not graph.symbols \
-            and not plan.handoffs and all(p.scope == "loop" for p in plan.pipelines):
-        out += [replace(plan, tile_order=o, persistent=True) for o in orders]
+            and walks_persistently(plan, graph):
+        walked = replace(plan, persistent=True)
+        if shared_bytes(walked, graph) > vdev.eu.smem_per_block:
+            walked = shallower(walked) or walked
+        out += [replace(walked, tile_order=o) for o in orders]
     return [p for p in out if p != plan]
+
+
+def shallower(plan: ExecutionPlan) -> ExecutionPlan | None:
+    """The plan with its loop's pipelines one stage shallower; None at two stages or fewer."""
+    if plan.num_stages <= 2:
+        return None
+    pipes = tuple(replace(p, depth=p.depth - 1) if p.scope == "loop" else p for p in plan.pipelines)
+    return replace(plan, pipelines=pipes, num_stages=plan.num_stages - 1)
+
+
+def walks_persistently(plan: ExecutionPlan, graph: STaskGraph) -> bool:
+    """Whether a persistent walk of the plan is offered: where every pipeline is the loop's and no warpgroups take
+    turns; or, with pipelines loaded once a tile, where every block runs the same trips and nothing but loads
+    writes those pipelines' buffers (so the consumers release them after their last read and the next tile's
+    loads run under this tile's epilogue).
+
+    FlashAttention's ``Q`` is loaded once a tile; staged the output tile in ``Q_shared``, every tile of a
+    persistent walk began on its query load: 0.65-0.96x the speed of the same causal plans launched as a grid (an
+    unequal static share besides) and 0.89-0.98x without a mask, where the model priced it 1-3% faster
+    (benchmarks/results/2026-11-28-h200-causal-order). With the output tile of its own (``o_shared``) the walk,
+    its warpgroups taking turns, ran 1.00-1.08x the launched pick without a mask
+    (benchmarks/results/2026-12-01-h200-o-shared)."""
+    root = {b for p in plan.pipelines if p.scope == "root" for b in p.buffers}
+    if not root:
+        return not plan.handoffs
+    return not graph.loop.max_trip_count and all(is_load(t, graph) for t in graph.stasks if t.write_buffers() & root)
 
 
 def stream_k_walks(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[ExecutionPlan]:

@@ -456,7 +456,7 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         _check_int("flash_attention", key, problem[key], least=0)
     _check_common("flash_attention", problem, tile)
     _check_key_tail("flash_attention", problem, tile, lengths(problem)[1])
-    _check_o_shared("flash_attention", tile)
+    _check_o_shared("flash_attention", problem, tile)
     _check_strides("flash_attention", problem, ("batch", "seqlen", "heads"))
 
 
@@ -472,10 +472,16 @@ def _check_key_tail(template: str, problem: Mapping[str, Any], tile: Mapping[str
                                           f"causal={problem['causal']}")
 
 
-def _check_o_shared(template: str, tile: Mapping[str, Any]) -> None:
-    """``o_shared`` (0 or 1) stages the output tile in a shared tile of its own instead of ``Q_shared``."""
-    if tile.get("o_shared", 0) not in (0, 1):
-        raise _fail(template, "o_shared", f"must be 0 or 1, got {tile['o_shared']!r}")
+def _check_o_shared(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """``o_shared`` (0 or 1) stages the output tile in a shared tile of its own instead of ``Q_shared``: for a
+    persistent walk, which the search offers only where every block runs the same trips
+    (:func:`pt_tvm.space.walks_persistently`), so not under a causal mask."""
+    value = tile.get("o_shared", 0)
+    if value not in (0, 1):
+        raise _fail(template, "o_shared", f"must be 0 or 1, got {value!r}")
+    if value and problem["causal"]:
+        raise _fail(template, "o_shared", "=1 serves a persistent walk, which a causal mask's unequal blocks do not "
+                                          "take; use 0")
 
 
 def _check_strides(template: str, problem: Mapping[str, Any], dims: tuple) -> None:
@@ -496,7 +502,7 @@ def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     _check_int("flash_attention_qkv", "seq_len", problem["seq_len"])
     _check_common("flash_attention_qkv", problem, tile)
     _check_key_tail("flash_attention_qkv", problem, tile, problem["seq_len"])
-    _check_o_shared("flash_attention_qkv", tile)
+    _check_o_shared("flash_attention_qkv", problem, tile)
 
 
 def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -670,7 +676,7 @@ _TILE_SPACE = {"block_M": (64, 128, 192), "block_N": (64, 80, 128), "threads": (
 # 0.89-1.07x (it prices the step after the loop as one more loop step), so it is preferred, not searched by price
 # (benchmarks/results/2026-12-01-h200-key-tail)
 _BSHD_TILE, _BSHD_SPACE, _BSHD_PREFER = ({**_TILE, "key_tail": 0, "o_shared": 0},
-                                        {**_TILE_SPACE, "key_tail": (0, 1), "o_shared": (0,)}, {"key_tail": 1})
+                                        {**_TILE_SPACE, "key_tail": (0, 1), "o_shared": (0, 1)}, {"key_tail": 1})
 # FlashAttention 3's Hopper tiles for head dims 64 and 256, offered at those head dims only (_check_head_tile):
 # 192 query rows over three consumer warpgroups ran 1.01-1.12x the best 128-row tile at head dim 64 (4k and 16k
 # tokens) and 80-key blocks 1.02-1.04x 64-key ones at 256 on one H100
