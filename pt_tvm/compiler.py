@@ -90,8 +90,9 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         funcs[id(graph)] = (graph, func)
         return graph
 
-    result = _preferring(search_tiles(cands, graph_of, vdev, space=space, seed=seed, flops=template.flops(problem),
-                                      calibration=_calibration(vdev, calibration), jobs=jobs), template.prefer)
+    result = search_tiles(cands, graph_of, vdev, space=space, seed=seed, flops=template.flops(problem),
+                          calibration=_calibration(vdev, calibration), jobs=jobs)
+    result = _preferring(_walked(result, template.walked), template.prefer)
     if template.extra_seconds is not None or template.padding_scale is not None:
         result = _adjusted(result, template, problem, vdev)
 
@@ -106,6 +107,15 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
 # have it taken instead: it priced FlashAttention's key tail step 1.02-1.07x the whole masked block's kernel, which
 # it ran 0.96-0.98x the time of on six shapes of one H200 (benchmarks/results/2026-12-01-h200-key-tail)
 PREFER_TOLERANCE = 0.10
+
+
+def _walked(result: SearchResult, walked: Mapping[str, Any]) -> SearchResult:
+    """``result`` without the launched plans of tiles holding a template's ``walked`` values (each its twin's
+    launched plan again)."""
+    if not walked:
+        return result
+    kept = [c for c in result.ranked if c.plan.persistent or any(c.plan.tile.get(k) != v for k, v in walked.items())]
+    return replace(result, best=kept[0], ranked=tuple(kept))
 
 
 def _preferring(result: SearchResult, prefer: Mapping[str, Any]) -> SearchResult:

@@ -465,27 +465,31 @@ def _check_carry(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> list[
     return out
 
 
-def register_estimate(graph: STaskGraph, threads: int, capped: bool = False) -> int:
+def register_estimate(graph: STaskGraph, threads: int, capped: bool = False, persistent: bool = False) -> int:
     """32-bit registers per thread that the fragments need when spread over ``threads`` threads, plus overhead:
     what ptxas allocates where nothing caps it (a block's occupancy), or, ``capped``, what fits under a
     setmaxnreg ceiling, which ptxas meets by keeping fewer temporaries live. The fragments are counted as
-    :func:`fragment_bytes` has them live."""
-    frag = fragment_bytes(graph)
+    :func:`fragment_bytes` has them live (``persistent``: in a persistent walk)."""
+    frag = fragment_bytes(graph, persistent)
     return int(math.ceil(frag / 4 / max(threads, 1))) + (_CAPPED_REG_OVERHEAD if capped else _REG_OVERHEAD)
 
 
-def fragment_bytes(graph: STaskGraph) -> int:
+def fragment_bytes(graph: STaskGraph, persistent: bool = False) -> int:
     """The fragments' bytes live at once: those the prologue or the loop touch, or those the epilogue touches,
     whichever is more. A fragment only the epilogue touches takes the registers of the loop's dead ones (ptxas
     fits FlashAttention's 96-key tail step after its loop, two score tiles of their own, in the loop's 240
     registers without a spill, 2026-12-01); one only the prologue touches is counted with the loop's (the same
-    step taken before the loop serialized every wgmma under that ceiling, 2026-11-30)."""
+    step taken before the loop serialized every wgmma under that ceiling, 2026-11-30). ``persistent``: the loop
+    and the epilogue are one body of the walk's loop over tiles, and every fragment counts (the tail step of
+    Whisper's 192 x 128 tile walked persistently: ptxas serialized every wgmma and spilled 1312 bytes at 160
+    registers, and it ran 3x slower, benchmarks/results/2026-12-01-h200-o-shared-picks)."""
     sizes = {n: b.nbytes or 0 for n, b in graph.buffers.items() if b.scope in ("fragment", "local")}
     live = _live_ranges(graph, sizes.keys())
     epilogue = _ORDER[Placement.EPILOGUE]
     before = sum(size for n, size in sizes.items() if n not in live or live[n][0][0] < epilogue)
-    after = sum(size for n, size in sizes.items() if n in live and live[n][1][0] == epilogue)
-    return max(before, after)
+    if persistent:
+        return before + sum(size for n, size in sizes.items() if n in live and live[n][0][0] == epilogue)
+    return max(before, sum(size for n, size in sizes.items() if n in live and live[n][1][0] == epilogue))
 
 
 _ORDER = {Placement.PROLOGUE: 0, Placement.LOOP: 1, Placement.EPILOGUE: 2}
@@ -573,7 +577,7 @@ def _check_resources(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> l
     total = 0
     for r in plan.roles:
         budget = r.max_nreg or eu.max_regs_per_thread
-        need = register_estimate(graph, compute_threads, capped=bool(r.max_nreg))
+        need = register_estimate(graph, compute_threads, capped=bool(r.max_nreg), persistent=plan.persistent)
         rthreads = (r.warps if plan.style != Style.WARP_SPECIALIZED
                     else math.ceil(r.warps / eu.warpgroup_warps) * eu.warpgroup_warps) * eu.warp_size
         total += rthreads * (budget if r.max_nreg else min(need, budget))

@@ -109,6 +109,9 @@ class Template:
         Tile values that take the place of the rest of their dimension where the cost model prices a tile with
         them near the tile without (``pt_tvm.compiler.PREFER_TOLERANCE``): a measured rule where the model's
         order of the two is known wrong.
+    walked : Mapping[str, Any]
+        Tile values that serve a persistent walk only: a tile with them ranks its persistent plans alone (its
+        launched plans are its twin's without them, at the same price: FlashAttention's ``o_shared``).
     """
 
     name: str
@@ -127,6 +130,7 @@ class Template:
     extra_seconds: Callable[[Mapping[str, Any], Mapping[str, Any], Any], float] | None = None
     padding_scale: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None
     prefer: Mapping[str, Any] = field(default_factory=dict)
+    walked: Mapping[str, Any] = field(default_factory=dict)
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
         """Split ``overrides`` into (problem, tile) dicts over the defaults and check that tile; unknown keys

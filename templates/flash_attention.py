@@ -179,8 +179,9 @@ def _tile_program(dim: int, dtype: str, causal: bool, packed: bool, guard: bool,
         else:
             normalize(acc_o, logsum)
         # the output tile is staged through Q_shared unless own_o: Q is dead after the loop, and the
-        # shared memory this saves is what lets head dim 256 keep two K/V stages
-        O_shared = named("O_shared", T.alloc_shared, (block_M, dim), dtype) if own_o else Q_shared
+        # shared memory this saves is what lets head dim 256 keep two K/V stages (a meta_var: a plain
+        # assignment would rename Q_shared's buffer "O_shared")
+        O_shared = T.meta_var(named("O_shared", T.alloc_shared, (block_M, dim), dtype) if own_o else Q_shared)
         T.copy(acc_o, O_shared)
         if packed:  # row by row up to the sequence's end, a loop a packed head (its head index then a constant
             # of the loop, so the stores vectorize: one loop over all heads stored an element at a time, 1.35x slower)
@@ -695,6 +696,7 @@ FLASH_ATTENTION = Template(
     tile=dict(_BSHD_TILE),
     tile_space=dict(_BSHD_SPACE),
     prefer=dict(_BSHD_PREFER),
+    walked={"o_shared": 1},
     make_inputs=_make_inputs,
     flops=_flops,
     out_idx=(3,),
@@ -713,6 +715,7 @@ FLASH_ATTENTION_QKV = Template(
     tile=dict(_BSHD_TILE),
     tile_space=dict(_BSHD_SPACE),
     prefer=dict(_BSHD_PREFER),
+    walked={"o_shared": 1},
     make_inputs=_make_qkv_inputs,
     flops=lambda p: _flops({**p, "seq_len_q": 0, "seq_len_k": 0}),
     out_idx=(1,),

@@ -34,7 +34,8 @@ def nvcc_flags(arch: str = "90a") -> tuple[str, ...]:
 
 def compiles_without_spills(src: str, folder, name: str = "kernel", arch: str = "90a") -> str:
     """Compile emitted CUDA ``src`` with nvcc (in ``folder``) and assert it builds, ptxas reports no register
-    spill and does not serialize the wgmmas (C7514: a non-wgmma instruction may touch an accumulator between a
+    spill and does not serialize the wgmmas (C7512: too few registers, a persistent FlashAttention walk 3x slower;
+    C7514: a non-wgmma instruction may touch an accumulator between a
     wgmma and its wait, which cost the varlen attention kernel 1.6x on an H200); nvcc's log."""
     cu = folder / f"{name}.cu"
     cu.write_text(src)
@@ -44,7 +45,7 @@ def compiles_without_spills(src: str, folder, name: str = "kernel", arch: str = 
     assert p.returncode == 0, log[-3000:]
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log[-2000:]
     assert not re.search(r"[1-9]\d* bytes spill", log), log[-2000:]
-    assert "C7514" not in log, log[-2000:]
+    assert not re.search(r"C751[24]", log), log[-2000:]
     return log
 
 

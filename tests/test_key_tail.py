@@ -75,6 +75,10 @@ def test_the_tail_is_a_step_after_the_loop_its_rows_loaded_with_q():
     assert fragment_bytes(g) == fragment_bytes(whole)
     every = sum(b.nbytes for b in g.buffers.values() if b.scope in ("fragment", "local"))
     assert fragment_bytes(g) < every
+    # walked persistently, the loop and the epilogue are one body: every fragment counts (ptxas spilled the tail
+    # step of a persistent walk and serialized its wgmmas)
+    assert fragment_bytes(g, persistent=True) == every
+    assert fragment_bytes(whole, persistent=True) == fragment_bytes(whole)
 
 
 def _best(name: str, chip: str, **params):

@@ -30,7 +30,7 @@ from pt_tvm.passes.ir import find_root_block, launch_info, top_level
 from pt_tvm.plan import ExecutionPlan, Style, TileOrder
 from pt_tvm.search import search_graph
 from pt_tvm.space import Priority, software_pipelined, tile_orders, tile_walks, warp_specialized
-from pt_tvm.templates import get
+from pt_tvm.templates import TemplateError, get
 from pt_tvm.verify import violations
 
 H100 = hw.get("h100")
@@ -386,6 +386,10 @@ GPU_WALKS = [
     ("flash_attention", dict(batch=2, heads=16, kv_heads=4, seq_len=2048, dim=128, causal=True), TileOrder(2)),
     ("flash_attention", dict(batch=3, heads=8, kv_heads=2, seq_len=1000, dim=128, causal=True), TileOrder(2, "column")),
     ("flash_attention", dict(batch=2, heads=32, kv_heads=8, seq_len=777, dim=128, causal=True), TileOrder(2, "column")),
+    # the output tile of its own: the next tile's Q loads under this tile's epilogue (ragged rows, a key tail)
+    ("flash_attention", dict(batch=2, heads=20, kv_heads=20, seq_len=1500, dim=64, o_shared=1), TileOrder(2)),
+    ("flash_attention", dict(batch=2, heads=16, kv_heads=4, seq_len=1500, dim=128, o_shared=1, key_tail=1),
+     TileOrder(2, "column")),
     ("chunk_state", dict(batch=4, seqlen=2048), TileOrder(2, "column")),
     ("chunk_scan", dict(batch=4, seqlen=2048), TileOrder(2)),
 ]
@@ -419,3 +423,60 @@ def test_row_split_plans_compute_every_output(name, persistent):
     split = replace(plan, row_split=True, tile_order=TileOrder(8, "column"), persistent=persistent)
     assert not violations(split, graph, vdev)
     _check_on_gpu(template, problem, apply_plan(func, split, vdev, graph))
+
+
+# ---------------------------------------------------------------- FlashAttention's output tile of its own
+D128 = dict(batch=16, heads=16, kv_heads=16, seq_len=1024, dim=128)
+
+
+def test_flash_attention_walks_persistently_only_with_its_own_output_tile():
+    """Staged in ``Q_shared``, the output tile's store writes the buffer loaded once a tile: no persistent walk.
+    In a shared tile of its own (``o_shared=1``) only Q's load writes ``Q_shared``: walked persistently, one stage
+    shallower where three stages leave no room beside ``O_shared`` (head dim 128 on an H200)."""
+    _, _, _, graph, plan = _planned("flash_attention", H200, **D128, o_shared=1)
+    assert {"Q_shared", "O_shared"} <= set(graph.buffers)
+    walked = [p for p in tile_walks(plan, graph, H200) if p.persistent]
+    assert walked and all(p.num_stages == min(plan.num_stages, 2) for p in walked)
+    assert all(not violations(p, graph, H200) for p in walked)
+    _, _, _, staged, plan = _planned("flash_attention", H200, **D128, o_shared=0)
+    assert "O_shared" not in staged.buffers
+    assert not any(p.persistent for p in tile_walks(plan, staged, H200))
+
+
+def test_search_launches_no_plan_of_a_tile_that_serves_a_walk():
+    """A launched plan of an ``o_shared=1`` tile costs shared memory and buys nothing: the search ranks its
+    persistent walks only. At head dim 128 and 1024 tokens its pick walks persistently (1.01x cuDNN against the
+    launched pick's 0.91x, H200, benchmarks/results/2026-12-01-h200-o-shared-picks)."""
+    result, _, _ = schedule_template("flash_attention", "h200", params=D128)
+    assert all(c.plan.persistent for c in result.ranked if c.plan.tile["o_shared"])
+    assert result.best.plan.persistent and result.best.plan.tile["o_shared"] == 1
+
+
+def test_a_causal_output_tile_of_its_own_is_refused_by_name():
+    with pytest.raises(TemplateError, match="'o_shared' =1 serves a persistent walk"):
+        schedule_template("flash_attention", "h200", params={**D128, "causal": True, "o_shared": 1})
+    with pytest.raises(TemplateError, match="'o_shared' must be 0 or 1, got 2"):
+        schedule_template("flash_attention", "h200", params={**D128, "o_shared": 2})
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_a_persistent_walk_with_its_own_output_tile_compiles_without_spills(tmp_path):
+    """The walk's CUDA stages the output in ``O_shared`` and ptxas fits it without a spill or a serialized
+    wgmma."""
+    result, _, build = schedule_template("flash_attention", "h200", params={**D128, "o_shared": 1})
+    assert result.best.plan.persistent
+    source = lower_planned(build(), H200.tvm_target(), get("flash_attention").pass_configs).kernel_source
+    assert "O_shared" in source
+    compiles_without_spills(source, tmp_path)
+
+
+def test_a_persistent_walk_counts_the_tail_steps_registers_with_the_loops():
+    """Whisper's 1500 keys at a 192 x 128 tile with the key tail: launched, the tail's score tiles take the loop's
+    dead registers; walked persistently ptxas spilled 1312 bytes and serialized every wgmma (3x slower, H200,
+    benchmarks/results/2026-12-01-h200-o-shared-picks): verify refuses the walk for its registers."""
+    params = dict(batch=8, heads=20, kv_heads=20, seq_len=1500, dim=64, block_M=192, block_N=128, threads=384,
+                  key_tail=1, o_shared=1)
+    _, _, _, graph, plan = _planned("flash_attention", H200, **params)
+    assert not violations(plan, graph, H200)
+    assert "registers" in {v.rule for v in violations(replace(space.shallower(plan) or plan, persistent=True),
+                                                      graph, H200)}

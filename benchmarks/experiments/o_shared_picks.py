@@ -6,7 +6,8 @@ ragged shapes (Whisper's encoder, ViT-L/14 at 336 px, head dim 128 at 1500 token
 kernel checked on every output against the float32 reference on fresh random inputs (NaN-prefilled), then timed
 in alternating rounds.
 
-Run from the project root on the GPU machine: ``python -m benchmarks.experiments.o_shared_picks $OUT``.
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.o_shared_picks $OUT [NOTE...]``
+(NOTE: the configs whose label holds one of them; all without).
 """
 import os
 import sys
@@ -29,11 +30,12 @@ def variants(result, vdev):
     return {"pick": result.best, "Q-staged pick": next(c for c in result.ranked if not c.plan.tile.get("o_shared"))}
 
 
-def main(out_dir):
-    compare(CONFIGS, variants, VARIANTS, out_dir, "o_shared_picks.json",
-            "python -m benchmarks.experiments.o_shared_picks $OUT", DEADLINE_S, template="flash_attention",
-            peer="cudnn-sdpa", also=("fa3",))
+def main(out_dir, notes=()):
+    configs = [c for c in CONFIGS if not notes or any(n in c["note"] for n in notes)]
+    compare(configs, variants, VARIANTS, out_dir, "o_shared_picks.json",
+            " ".join(["python -m benchmarks.experiments.o_shared_picks $OUT", *map(repr, notes)]), DEADLINE_S,
+            template="flash_attention", peer="cudnn-sdpa", also=("fa3",))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
+    main(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"], sys.argv[2:])
