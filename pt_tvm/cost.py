@@ -496,8 +496,10 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     work = max([sim.busy_all[k] + extra * sim.busy[k] for k in sim.busy] + [port * graph.loop.trip_count])
     wave_cycles = max(block * (1.0 + (bpe - 1) * (1.0 - CO_RESIDENT_OVERLAP)), bpe * work)
     kernel_cycles = wave_cycles * waves
-    fill, epilogue = sim.iter_done[0] - per_iter, sim_end - sim.iter_done[iters - 1]
-    if plan.persistent:  # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue
+    # the next tile's first loads (its fill beyond a steady iteration) run under the epilogue, after its last read
+    # of a buffer loaded once a tile (its release)
+    fill, epilogue = sim.iter_done[0] - per_iter, sim_end - max(sim.iter_done[iters - 1], _root_released(sim))
+    if plan.persistent:
         if plan.stream_k:  # the slower of a head's block (whole tiles, its head, the partial sums it adds, the
             # epilogues) and a tail's (whole tiles, its share of the tails, a partial sum published per segment);
             # each segment after the first refills the pipeline beyond what the last one's end hides
@@ -542,6 +544,17 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         dram_seconds=dram_bytes / vdev.dram_bandwidth,
         l2_bound=sim.l2_bound,
     )
+
+
+def _root_released(sim: _Timeline) -> float:
+    """When the epilogue's last read of a buffer loaded once a tile (a root pipeline's) ends: a persistent block
+    loads its next tile's only after. FlashAttention's key tail reads Q and its K and V rows after the loop: walked
+    persistently at ViT-L's 577 tokens its 128 x 128 tile ran 0.151 ms where the model, overlapping the next
+    tile's loads with the whole epilogue, priced it 0.126 ms, ahead of a launched 64 x 64 tile's 0.136 ms (one
+    H200, benchmarks/results/2026-12-02-h200-o-shared-confirm)."""
+    root = {b for p in sim.plan.pipelines if p.scope == "root" for b in p.buffers}
+    readers = {t.id for t in sim.graph.placed(Placement.EPILOGUE) if t.read_buffers() & root}
+    return max((end for (_, stask, it), end in sim.done.items() if it == -1 and stask in readers), default=0.0)
 
 
 # The last wave's blocks run on an emptying GPU (L2, DRAM and the power budget shared by fewer SMs), faster than
