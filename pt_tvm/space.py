@@ -464,9 +464,9 @@ def walks_persistently(plan: ExecutionPlan, graph: STaskGraph) -> bool:
     FlashAttention's ``Q`` is loaded once a tile; staged the output tile in ``Q_shared``, every tile of a
     persistent walk began on its query load: 0.65-0.96x the speed of the same causal plans launched as a grid (an
     unequal static share besides) and 0.89-0.98x without a mask, where the model priced it 1-3% faster
-    (benchmarks/results/2026-11-28-h200-causal-order). With the output tile of its own (``o_shared``) the walk,
-    its warpgroups taking turns, ran 1.00-1.08x the launched pick without a mask
-    (benchmarks/results/2026-12-01-h200-o-shared)."""
+    (benchmarks/results/2026-11-28-h200-causal-order). With the output tile of its own (``o_shared``) the searched
+    walk ran 1.01-1.09x the launched pick without a mask where Q is read only in the loop (six shapes, one H200,
+    benchmarks/results/2026-12-02-h200-o-shared-confirm)."""
     root = {b for p in plan.pipelines if p.scope == "root" for b in p.buffers}
     if not root:
         return not plan.handoffs

@@ -481,8 +481,8 @@ def fragment_bytes(graph: STaskGraph, persistent: bool = False) -> int:
     registers without a spill, 2026-12-01); one only the prologue touches is counted with the loop's (the same
     step taken before the loop serialized every wgmma under that ceiling, 2026-11-30). ``persistent``: the loop
     and the epilogue are one body of the walk's loop over tiles, and every fragment counts (the tail step of
-    Whisper's 192 x 128 tile walked persistently: ptxas serialized every wgmma and spilled 1312 bytes at 160
-    registers, and it ran 3x slower, benchmarks/results/2026-12-01-h200-o-shared-picks)."""
+    Whisper's 192 x 128 tile walked persistently: ptxas serialized every wgmma, C7512, and spilled 1312 bytes at
+    160 registers; nvcc -Xptxas -v on its CUDA, 2026-12-02)."""
     sizes = {n: b.nbytes or 0 for n, b in graph.buffers.items() if b.scope in ("fragment", "local")}
     live = _live_ranges(graph, sizes.keys())
     epilogue = _ORDER[Placement.EPILOGUE]

@@ -447,8 +447,8 @@ def test_flash_attention_walks_persistently_only_with_its_own_output_tile():
 
 def test_search_launches_no_plan_of_a_tile_that_serves_a_walk():
     """A launched plan of an ``o_shared=1`` tile costs shared memory and buys nothing: the search ranks its
-    persistent walks only. At head dim 128 and 1024 tokens its pick walks persistently (1.01x cuDNN against the
-    launched pick's 0.91x, H200, benchmarks/results/2026-12-01-h200-o-shared-picks)."""
+    persistent walks only. At head dim 128 and 1024 tokens its pick walks persistently (0.98x cuDNN against the
+    launched pick's 0.90x, H200, benchmarks/results/2026-12-02-h200-o-shared-confirm)."""
     result, _, _ = schedule_template("flash_attention", "h200", params=D128)
     assert all(c.plan.persistent for c in result.ranked if c.plan.tile["o_shared"])
     assert result.best.plan.persistent and result.best.plan.tile["o_shared"] == 1
@@ -474,8 +474,8 @@ def test_a_persistent_walk_with_its_own_output_tile_compiles_without_spills(tmp_
 
 def test_a_persistent_walk_counts_the_tail_steps_registers_with_the_loops():
     """Whisper's 1500 keys at a 192 x 128 tile with the key tail: launched, the tail's score tiles take the loop's
-    dead registers; walked persistently ptxas spilled 1312 bytes and serialized every wgmma (3x slower, H200,
-    benchmarks/results/2026-12-01-h200-o-shared-picks): verify refuses the walk for its registers."""
+    dead registers; walked persistently ptxas spilled 1312 bytes and serialized every wgmma (nvcc -Xptxas -v on its
+    CUDA, 2026-12-02): verify refuses the walk for its registers."""
     params = dict(batch=8, heads=20, kv_heads=20, seq_len=1500, dim=64, block_M=192, block_N=128, threads=384,
                   key_tail=1, o_shared=1)
     _, _, _, graph, plan = _planned("flash_attention", H200, **params)
