@@ -552,7 +552,7 @@ def _root_released(sim: _Timeline) -> float:
     persistently at ViT-L's 577 tokens its 128 x 128 tile ran 0.151 ms where the model, overlapping the next
     tile's loads with the whole epilogue, priced it 0.126 ms, ahead of a launched 64 x 64 tile's 0.136 ms (one
     H200, benchmarks/results/2026-12-02-h200-o-shared-confirm)."""
-    root = {b for p in sim.plan.pipelines if p.scope == "root" for b in p.buffers}
+    root = sim.plan.root_buffers()
     readers = {t.id for t in sim.graph.placed(Placement.EPILOGUE) if t.read_buffers() & root}
     return max((end for (_, stask, it), end in sim.done.items() if it == -1 and stask in readers), default=0.0)
 

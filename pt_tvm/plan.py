@@ -284,6 +284,10 @@ class ExecutionPlan:
         """The same plan with ``steps`` added after its own."""
         return replace(self, steps=(*self.steps, *steps))
 
+    def root_buffers(self) -> set[str]:
+        """The buffers of the root pipelines: loaded once a tile, before the loop."""
+        return {b for p in self.pipelines if p.scope == "root" for b in p.buffers}
+
     def in_flight(self) -> dict[str, str]:
         """Asynchronous tensor-core sTasks: ``{gemm: waiter}`` for each same-role Wait on a tensor-core sTask.
 

@@ -467,7 +467,7 @@ def walks_persistently(plan: ExecutionPlan, graph: STaskGraph) -> bool:
     (benchmarks/results/2026-11-28-h200-causal-order). With the output tile of its own (``o_shared``) the searched
     walk ran 1.01-1.09x the launched pick without a mask where Q is read only in the loop (six shapes, one H200,
     benchmarks/results/2026-12-02-h200-o-shared-confirm)."""
-    root = {b for p in plan.pipelines if p.scope == "root" for b in p.buffers}
+    root = plan.root_buffers()
     if not root:
         return not plan.handoffs
     return not graph.loop.max_trip_count and all(is_load(t, graph) for t in graph.stasks if t.write_buffers() & root)

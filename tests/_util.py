@@ -34,9 +34,9 @@ def nvcc_flags(arch: str = "90a") -> tuple[str, ...]:
 
 def compiles_without_spills(src: str, folder, name: str = "kernel", arch: str = "90a") -> str:
     """Compile emitted CUDA ``src`` with nvcc (in ``folder``) and assert it builds, ptxas reports no register
-    spill and does not serialize the wgmmas (C7512: too few registers, a persistent FlashAttention walk 3x slower;
-    C7514: a non-wgmma instruction may touch an accumulator between a
-    wgmma and its wait, which cost the varlen attention kernel 1.6x on an H200); nvcc's log."""
+    spill and does not serialize the wgmmas (C7512: too few registers, as in a persistent FlashAttention walk of a
+    key-tail tile; C7514: a non-wgmma instruction may touch an accumulator between a wgmma and its wait, which cost
+    the varlen attention kernel 1.6x on an H200); nvcc's log."""
     cu = folder / f"{name}.cu"
     cu.write_text(src)
     p = subprocess.run(["nvcc", *nvcc_flags(arch), "-o", str(folder / f"{name}.cubin"), str(cu)],

@@ -22,9 +22,11 @@ DEADLINE_S = 200  # no config starts timing after this
 def variants(result, vdev):
     """The best walk of a key-tail tile and its launched twin, the same block sizes walked without the tail, and the
     best launched 64 x 64 plan (None where the search ranked none)."""
+    def blocks(c):
+        return c.plan.tile["block_M"], c.plan.tile["block_N"]
+
     ranked = result.ranked
     walk = next((c for c in ranked if c.plan.persistent and c.plan.tile["key_tail"]), None)
-    blocks = (lambda c: (c.plan.tile["block_M"], c.plan.tile["block_N"])) if walk else None
     return {
         "walk, tail": walk,
         "launched, tail": walk and next((c for c in ranked if not c.plan.persistent and c.plan.tile["key_tail"]
