@@ -14,7 +14,7 @@ from benchmarks.experiments.variants import compare
 CONFIGS = [dict(batch=batch, heads=16, kv_heads=16, seq_len=seq_len, dim=128, causal=False, dtype="float16",
                 note=f"d128 s{seq_len}") for batch, seq_len in ((4, 4096), (1, 16384))]
 VARIANTS = ("pick", "walk")
-DEADLINE_S = 400  # no config starts timing after this
+DEADLINE_S = 300  # no config starts timing after this
 
 
 def variants(result, vdev):

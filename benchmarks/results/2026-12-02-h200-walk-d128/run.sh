@@ -11,5 +11,5 @@ source benchmarks/gpu-env.sh
 env_setup || exit 1
 [ $1 = setup ] && { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt; exit; }
 export PYTHONPATH=$PWD:$PYTHONPATH
-timeout 480 python -m benchmarks.experiments.walk_d128 $OUT 2>&1 | grep -v INFO > $OUT/walk_d128.log
+timeout 380 python -m benchmarks.experiments.walk_d128 $OUT 2>&1 | grep -v INFO > $OUT/walk_d128.log
 tail -14 $OUT/walk_d128.log
