@@ -91,7 +91,7 @@ def schedule_template(name: str, target: Any, *, params: Mapping[str, Any] | Non
         return graph
 
     result = search_tiles(cands, graph_of, vdev, space=space, seed=seed, flops=template.flops(problem),
-                          calibration=_calibration(vdev, calibration), jobs=jobs)
+                          calibration=_calibration(vdev, calibration), jobs=jobs, walked=template.walked)
     result = _preferring(_walked(result, template.walked), template.prefer)
     if template.extra_seconds is not None or template.padding_scale is not None:
         result = _adjusted(result, template, problem, vdev)

@@ -49,7 +49,7 @@ from .space import (
 from .verify import deadlock_iterations, violations
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "offers_depth", "ranked",
-           "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "JOBS_ENV"]
+           "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "walked_twins", "JOBS_ENV"]
 
 JOBS_ENV = "PT_TVM_SEARCH_JOBS"  # worker processes for the tiles' searches where a call names none (default 1)
 
@@ -117,6 +117,10 @@ _SYNC_STEPS: tuple[tuple[str, Callable], ...] = (
 
 
 _WALK_VARIANTS = 2  # plans per graph tried in every tile order, and persistently
+# launched plans a walked twin takes from its twin's refinement (_GraphSearch.adopt): on the attention-core, gemm and
+# mamba suites and an eleventh of the decode grid (H200 model) the tuner's candidates were those of each twin's own
+# refinement, in 0.6x its time (docs/NOTES-parity.md, "The search's time since o_shared")
+_TWIN_PLANS = 16
 _ROW_SPLIT_VARIANTS = 4  # plans per graph tried with their gemm tiles split by rows (SearchSpace.row_split)
 _CARRY_VARIANTS = 4  # plans per graph tried with their loop gemms carried a step (SearchSpace.carry_gemms)
 _MULTICAST_VARIANTS = 4  # plans per graph tried in 2-CTA clusters (SearchSpace.multicast)
@@ -228,6 +232,24 @@ class _GraphSearch:
                     for v in variants(c.plan, graph, vdev):
                         turns_added_waits = v.handoffs and len(v.in_flight()) > len(c.plan.in_flight())
                         consider(v, f"{c.note}, {label}" + (", every gemm in flight" if turns_added_waits else ""))
+        return self._best_variants()
+
+    def adopt(self, bound: Mapping[Style, float], twin: Sequence[Candidate]) -> list[Candidate]:
+        """:meth:`refine` for a walked twin (its tile's template ``walked`` values set, :func:`walked_twins`): instead
+        of its own local search and sync variants, the best launched plans of its twin's refinement (the same loop;
+        only the epilogue's buffer differs, so the same plans, re-verified and re-priced here), then the variants of
+        the best plans; every candidate, best first."""
+        if not any(c.seconds <= self.space.local_within * bound.get(c.plan.style, math.inf) for c in self.out):
+            return ranked(self.out)
+        tile = dict(self.out[0].plan.tile) if self.out else {}
+        for c in [c for c in twin if not c.plan.persistent][:_TWIN_PLANS]:
+            self.consider(replace(c.plan, tile=tile), c.note)
+        return self._best_variants()
+
+    def _best_variants(self) -> list[Candidate]:
+        """The variants of the best plans so far (tile walks, stream-K, row splits, carried gemms, clusters), added;
+        every candidate, best first."""
+        graph, vdev, space, out, consider = self.graph, self.vdev, self.space, self.out, self.consider
         # the best few plans with their output tiles walked in other orders, and persistently (inter-EU: the
         # order decides what L2 serves the tiles resident at once, which prices every plan of the graph alike)
         for c in ranked(out)[:_WALK_VARIANTS]:
@@ -323,13 +345,15 @@ def ranked(cands: Sequence[Candidate]) -> list[Candidate]:
 def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping[str, Any]], STaskGraph],
                  vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
                  calibration: Calibration | None = None, flops: float | None = None,
-                 jobs: int | None = None) -> SearchResult:
-    """Both levels: every candidate tile (inter-EU; ``graph_of`` gives its sTask-graph), then its plans.
+                 jobs: int | None = None, walked: Mapping[str, Any] | None = None) -> SearchResult:
+    """Both levels: every candidate tile (inter-EU; ``graph_of`` gives its sTask-graph), then its plans
+    (``walked``: :func:`search`).
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
     graphs = [graph_of(t) for t in tiles]
-    return search(graphs, vdev, space=space, seed=seed, calibration=calibration, tiles=tiles, flops=flops, jobs=jobs)
+    return search(graphs, vdev, space=space, seed=seed, calibration=calibration, tiles=tiles, flops=flops, jobs=jobs,
+                  walked=walked)
 
 
 def search_jobs(jobs: int | None, graphs: int) -> int:
@@ -360,31 +384,50 @@ def _refine_job(job: tuple) -> tuple[list[Candidate], Counter]:
     return state.refine(bound), state.stats
 
 
+def walked_twins(tiles: Sequence[Mapping[str, Any]] | None, walked: Mapping[str, Any]) -> dict[int, int]:
+    """{i: j}: tile ``i`` holds every ``walked`` value (a template's tiles whose launched plans are not ranked,
+    ``Template.walked``) and tile ``j`` is the same tile with none of them, its twin."""
+    if not tiles or not walked:
+        return {}
+    rest = lambda t: tuple(sorted((k, v) for k, v in t.items() if k not in walked))  # noqa: E731
+    plain = {rest(t): j for j, t in enumerate(tiles) if all(t.get(k) != v for k, v in walked.items())}
+    return {i: plain[rest(t)] for i, t in enumerate(tiles)
+            if all(t.get(k) == v for k, v in walked.items()) and rest(t) in plain}
+
+
 def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
            calibration: Calibration | None = None, tiles: Sequence[Mapping[str, Any]] | None = None,
-           flops: float | None = None, jobs: int | None = None) -> SearchResult:
+           flops: float | None = None, jobs: int | None = None, walked: Mapping[str, Any] | None = None
+           ) -> SearchResult:
     """The plans of every graph (one per tile, ``tiles[i]`` recorded in graph ``i``'s plans), best first: every
     graph's base plans, then the refinement of those priced near the best of their emission style
-    (:meth:`_GraphSearch.refine`);
-    the graphs searched in ``jobs`` worker processes (:func:`search_jobs`), the same plans either way.
+    (:meth:`_GraphSearch.refine`; a tile holding the ``walked`` values takes its twin's refined plans instead,
+    :meth:`_GraphSearch.adopt`); the graphs searched in ``jobs`` worker processes (:func:`search_jobs`), the same
+    plans either way.
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
     t0 = time.perf_counter()
     states = [_GraphSearch(graph, vdev, space, calibration, Counter()) for graph in graphs]
     bases = [(state, seed, tiles[i] if tiles else None) for i, state in enumerate(states)]
+    twins = walked_twins(tiles, walked or {})
+    own = [i for i in range(len(graphs)) if i not in twins]
     workers = search_jobs(jobs, len(graphs))
     if workers > 1:  # spawned, not forked: the parent holds TVM's threads
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             states = list(pool.map(_base_job, bases))
             bound = _best_of(state.best_base() for state in states)
-            refined = list(pool.map(_refine_job, [(state, bound) for state in states]))
-        refined = [([replace(c, graph=graph) for c in cands], counts)  # the caller's graph, not the worker's copy
-                   for graph, (cands, counts) in zip(graphs, refined)]
+            done = list(pool.map(_refine_job, [(states[i], bound) for i in own]))
     else:
         states = [_base_job(job) for job in bases]
         bound = _best_of(state.best_base() for state in states)
-        refined = [_refine_job((state, bound)) for state in states]
+        done = [_refine_job((states[i], bound)) for i in own]
+    refined: list = [None] * len(graphs)
+    for i, (cands, counts) in zip(own, done):
+        refined[i] = ([replace(c, graph=graphs[i]) for c in cands], counts)  # the caller's graph, not a worker's copy
+    for i, j in twins.items():  # each twin's own refinement done, in this process (a few plans each)
+        cands = states[i].adopt(bound, refined[j][0])
+        refined[i] = ([replace(c, graph=graphs[i]) for c in cands], states[i].stats)
     found: list[Candidate] = [c for cands, _ in refined for c in cands]
     stats: Counter = sum((counts for _, counts in refined), Counter())
     best_first = ranked(found)

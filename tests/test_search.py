@@ -29,7 +29,17 @@ from pt_tvm.graph import (
 from pt_tvm.hw import SEUKind
 from pt_tvm.passes.deps import dependences
 from pt_tvm.plan import Style, effective_distance
-from pt_tvm.search import JOBS_ENV, PRICE_TIE, NoValidPlan, SearchSpace, rank_key, search, search_graph, search_jobs
+from pt_tvm.search import (
+    JOBS_ENV,
+    PRICE_TIE,
+    NoValidPlan,
+    SearchSpace,
+    rank_key,
+    search,
+    search_graph,
+    search_jobs,
+    walked_twins,
+)
 from pt_tvm.space import async_moves, base_plans, reordered
 from pt_tvm.templates import get
 from pt_tvm.verify import _check_dependences, verify, violations
@@ -433,6 +443,39 @@ def test_the_local_search_near_the_best_finds_the_best_four_of_the_whole(h100_te
     whole, _, _ = compiler.schedule_template(name, "h100", space=with_(SearchSpace(), local_within=math.inf))
     assert whole.considered > result.considered if name == "flash_attention" else whole.considered >= result.considered
     assert [(c.note, c.seconds) for c in whole.ranked[:4]] == [(c.note, c.seconds) for c in result.ranked[:4]]
+
+
+def test_walked_twins_pair_each_walked_tile_with_its_plain_one():
+    tiles = [{"block_M": 128, "o_shared": 0}, {"block_M": 128, "o_shared": 1}, {"block_M": 64, "o_shared": 1},
+             {"block_M": 64, "o_shared": 0}, {"block_M": 192, "o_shared": 1}]
+    assert walked_twins(tiles, {"o_shared": 1}) == {1: 0, 2: 3}  # 192 rows: no plain twin, refined on its own
+    assert walked_twins(tiles, {}) == {} and walked_twins(None, {"o_shared": 1}) == {}
+
+
+def test_a_walked_twin_takes_its_twins_plans_and_the_tuner_the_same_candidates(monkeypatch):
+    """A tile holding a template's ``walked`` values (FlashAttention's ``o_shared=1``: its launched plans are not
+    ranked) takes the best launched plans of its plain twin's refinement (the same loop) instead of refining its
+    own, and walks them: the tuner's candidates (note, tile, price) are those of every tile refined on its own, in
+    fewer plans, in one process or with the tiles' base plans and refinements in two workers (the twins' adoption
+    then runs in the caller). Head dim 128 at 1024 tokens: the pick walks persistently with the output tile of its
+    own."""
+    from pt_tvm import compiler
+    from pt_tvm import search as search_module
+    from pt_tvm.tune import diverse_top
+
+    problem = dict(batch=16, seq_len=1024, heads=16, kv_heads=16, dim=128, causal=False, dtype="float16")
+    adopted, _, _ = compiler.schedule_template("flash_attention", "h200", params=problem)
+    in_workers, _, build = compiler.schedule_template("flash_attention", "h200", params=problem, jobs=2)
+    monkeypatch.setattr(search_module, "walked_twins", lambda tiles, walked: {})
+    own, _, _ = compiler.schedule_template("flash_attention", "h200", params=problem)
+
+    def candidates(result):
+        return [(c.note, sorted(c.plan.tile.items()), c.seconds) for c in diverse_top(result, 4)]
+
+    assert candidates(adopted) == candidates(own) == candidates(in_workers)
+    assert build(in_workers.best) is not None  # its graph is the caller's: build finds the PrimFunc by it
+    assert adopted.best.plan.tile["o_shared"] == 1 and adopted.best.plan.persistent
+    assert adopted.considered < own.considered
 
 
 def test_explain_names_the_count_and_the_winner(h100_template_result):
