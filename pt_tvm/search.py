@@ -359,8 +359,8 @@ def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping
 def search_jobs(jobs: int | None, graphs: int) -> int:
     """Worker processes for ``graphs`` tiles' searches: ``jobs``, else ``$PT_TVM_SEARCH_JOBS`` (0: one per CPU),
     else 1 (in this process); never more than the graphs. A worker starts in about 5 s (it imports TileLang),
-    so it pays only where a search takes longer than that on one core: the search-time configs took 0.7-6.4 s there
-    (benchmarks/results/2026-11-30-search-time; FlashAttention's took 20-60 s when the workers came)."""
+    so it pays only where a search takes longer than that on one core: the search-time configs took 0.8-8.6 s there
+    (benchmarks/results/2026-12-02-search-time; FlashAttention's took 20-60 s when the workers came)."""
     if jobs is None:
         text = os.environ.get(JOBS_ENV, "1")
         try:
