@@ -119,7 +119,7 @@ _SYNC_STEPS: tuple[tuple[str, Callable], ...] = (
 _WALK_VARIANTS = 2  # plans per graph tried in every tile order, and persistently
 # launched plans a walked twin takes from its twin's refinement (_GraphSearch.adopt): on the attention-core, gemm and
 # mamba suites and an eleventh of the decode grid (H200 model) the tuner's candidates were those of each twin's own
-# refinement, in 0.6x its time (docs/NOTES-parity.md, "The search's time since o_shared")
+# refinement, FlashAttention pricing 25% fewer plans (docs/NOTES-parity.md, "The search's time since o_shared")
 _TWIN_PLANS = 16
 _ROW_SPLIT_VARIANTS = 4  # plans per graph tried with their gemm tiles split by rows (SearchSpace.row_split)
 _CARRY_VARIANTS = 4  # plans per graph tried with their loop gemms carried a step (SearchSpace.carry_gemms)
