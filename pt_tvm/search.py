@@ -202,7 +202,7 @@ class _GraphSearch:
         (a warp-specialized base plan waits for each wgmma and gains most from the refinement); every candidate,
         best first."""
         graph, vdev, space, out, consider = self.graph, self.vdev, self.space, self.out, self.consider
-        near = lambda c: c.seconds <= space.local_within * bound.get(c.plan.style, math.inf)  # noqa: E731
+        near = _near(space, bound)
         if not any(near(c) for c in out):
             return ranked(out)
         # local search: re-place asynchronous sTasks in the best base order of each configuration near the best
@@ -239,7 +239,7 @@ class _GraphSearch:
         of its own local search and sync variants, the best launched plans of its twin's refinement (the same loop;
         only the epilogue's buffer differs, so the same plans, re-verified and re-priced here), then the variants of
         the best plans; every candidate, best first."""
-        if not any(c.seconds <= self.space.local_within * bound.get(c.plan.style, math.inf) for c in self.out):
+        if not any(map(_near(self.space, bound), self.out)):
             return ranked(self.out)
         tile = dict(self.out[0].plan.tile) if self.out else {}
         for c in [c for c in twin if not c.plan.persistent][:_TWIN_PLANS]:
@@ -282,6 +282,11 @@ class _GraphSearch:
                 for v in variants:
                     consider(v, c.note + f", 2-CTA clusters along {v.multicast}")
         return ranked(out)
+
+
+def _near(space: SearchSpace, bound: Mapping[Style, float]) -> Callable[[Candidate], bool]:
+    """Whether a candidate is priced within ``space.local_within`` of ``bound``, its emission style's best."""
+    return lambda c: c.seconds <= space.local_within * bound.get(c.plan.style, math.inf)
 
 
 def _best_of(bests: Iterable[Mapping[Style, float]]) -> dict[Style, float]:
