@@ -27,7 +27,7 @@ from .graph import STaskGraph
 from .passes import apply_plan, check_emitted, extract_stask_graph, graph_for, is_planned
 from .passes import pass_configs as planned_configs
 from .plan import ExecutionPlan
-from .search import Candidate, SearchResult, SearchSpace, rank_key, schedule_graph, search_tiles
+from .search import Candidate, SearchResult, SearchSpace, holds_walked, rank_key, schedule_graph, search_tiles
 
 __all__ = ["extract", "schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile",
            "FallbackWarning", "ToolchainError"]
@@ -114,7 +114,7 @@ def _walked(result: SearchResult, walked: Mapping[str, Any]) -> SearchResult:
     launched plan again)."""
     if not walked:
         return result
-    kept = [c for c in result.ranked if c.plan.persistent or any(c.plan.tile.get(k) != v for k, v in walked.items())]
+    kept = [c for c in result.ranked if c.plan.persistent or not holds_walked(c.plan.tile, walked)]
     return replace(result, best=kept[0], ranked=tuple(kept))
 
 

@@ -49,7 +49,8 @@ from .space import (
 from .verify import deadlock_iterations, violations
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "offers_depth", "ranked",
-           "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "walked_twins", "JOBS_ENV"]
+           "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "holds_walked", "walked_twins",
+           "JOBS_ENV"]
 
 JOBS_ENV = "PT_TVM_SEARCH_JOBS"  # worker processes for the tiles' searches where a call names none (default 1)
 
@@ -241,7 +242,7 @@ class _GraphSearch:
         the best plans; every candidate, best first."""
         if not any(map(_near(self.space, bound), self.out)):
             return ranked(self.out)
-        tile = dict(self.out[0].plan.tile) if self.out else {}
+        tile = dict(self.out[0].plan.tile)  # a base plan's: this twin's tile
         for c in [c for c in twin if not c.plan.persistent][:_TWIN_PLANS]:
             self.consider(replace(c.plan, tile=tile), c.note)
         return self._best_variants()
@@ -389,15 +390,20 @@ def _refine_job(job: tuple) -> tuple[list[Candidate], Counter]:
     return state.refine(bound), state.stats
 
 
+def holds_walked(tile: Mapping[str, Any], walked: Mapping[str, Any]) -> bool:
+    """Whether ``tile`` holds every one of a template's ``walked`` values (``Template.walked``: its launched plans
+    are not ranked, and it takes its twin's refined plans, :func:`walked_twins`)."""
+    return all(tile.get(k) == v for k, v in walked.items())
+
+
 def walked_twins(tiles: Sequence[Mapping[str, Any]] | None, walked: Mapping[str, Any]) -> dict[int, int]:
-    """{i: j}: tile ``i`` holds every ``walked`` value (a template's tiles whose launched plans are not ranked,
-    ``Template.walked``) and tile ``j`` is the same tile with none of them, its twin."""
+    """{i: j}: tile ``i`` holds every ``walked`` value (:func:`holds_walked`) and tile ``j`` is the same tile with
+    none of them, its twin."""
     if not tiles or not walked:
         return {}
     rest = lambda t: tuple(sorted((k, v) for k, v in t.items() if k not in walked))  # noqa: E731
     plain = {rest(t): j for j, t in enumerate(tiles) if all(t.get(k) != v for k, v in walked.items())}
-    return {i: plain[rest(t)] for i, t in enumerate(tiles)
-            if all(t.get(k) == v for k, v in walked.items()) and rest(t) in plain}
+    return {i: plain[rest(t)] for i, t in enumerate(tiles) if holds_walked(t, walked) and rest(t) in plain}
 
 
 def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = SearchSpace(), seed: int = 0,
