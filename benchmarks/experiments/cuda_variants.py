@@ -23,6 +23,13 @@ kernel takes its turn and then waits for the stage of ``K`` its first gemm reads
 first and then for its turn, so a warpgroup never holds the turn while its data is still in flight. This variant
 swaps the two waits.
 
+**rescale before pv.** pt-tvm's loop step rescales the output accumulator by the running max's step at its end,
+after waiting for ``P V``, before the next step's turn and ``Q K^T``; FlashAttention 3 (and flash-attn-4's Hopper
+kernel) rescales it in the next step, after issuing ``Q K^T`` and before issuing ``P V``, so the tensor cores
+start the next ``Q K^T`` one rescale earlier. This variant moves the rescale there (one more before the ``P V``
+after the loop; the first step's, of the zero accumulator, dropped). A WSSchedule cannot place it so: an op that
+touches no pipeline buffer runs at the base stage, so the rescale would miss the last step's ``P V``.
+
 The search's pick of each config is compiled once per variant (a CUDA post-processing hook), each checked against
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
 
@@ -46,7 +53,8 @@ from benchmarks.systems import build_system
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
 
-CONFIGS = [_cfg(128, 4096, False), _cfg(128, 4096, True), _cfg(64, 4096, True), _cfg(256, 4096, True)]
+CONFIGS = [_cfg(128, 4096, False), _cfg(128, 4096, True), _cfg(64, 4096, True), _cfg(256, 4096, True),
+           _cfg(64, 4096, False), _cfg(256, 4096, False)]
 WARPGROUP = "((int)threadIdx.x) >> 7"
 UNIFORM = "pt_warpgroup"
 
@@ -90,11 +98,61 @@ def data_before_turn(code: str, target) -> str:
     return "\n".join(lines)
 
 
+def _block_end(code: str, opening: int) -> int:
+    """The index just past the ``}`` matching the ``{`` at ``opening``."""
+    depth = 0
+    for i in range(opening, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[i], 0)
+        if depth == 0:
+            return i + 1
+    raise ValueError("unbalanced braces")
+
+
+def _line_start(code: str, at: int) -> int:
+    return code.rindex("\n", 0, at) + 1
+
+
+def _gemm_block(code: str, at: int) -> int:
+    """The start of the line opening the ``{`` block around the first register-operand wgmma (``P V``) after
+    ``at``, or of the wait for its stage of ``V`` just before it."""
+    rs = code.index("wgmma_rs", at)
+    start = _line_start(code, rs)
+    while code[start:code.index("\n", start)].strip() != "{":
+        start = _line_start(code, start - 1)
+    before = _line_start(code, start - 1)
+    return before if re.search(r"_full\[.*\]\.wait\(", code[before:start]) else start
+
+
+def rescale_before_pv(code: str, target) -> str:
+    """``code`` with ``O``'s rescale by the running max's step moved from the end of each loop step to just before
+    the next step's ``P V`` issue (after its ``Q K^T``), and one before the ``P V`` after the loop; the first
+    step's rescale (of the zero accumulator) dropped."""
+    rescales = []
+    for m in re.finditer(r"\n([ \t]*)#pragma unroll\n\1for \(int (i_\d+) = 0; \2 < \d+; \+\+\2\) \{", code):
+        end = _block_end(code, code.index("{", m.start() + 1 + len(m.group(1)) + len("#pragma unroll\n")))
+        body = code[m.start():end]
+        if "make_float2(scores_scale" in body and "acc_o" in body and "acc_s" not in body:
+            rescales.append((m.start() + 1, end + 1))
+    loop = re.search(r"for \(int k_\d+ = 1; ", code)
+    if len(rescales) != 2 or loop is None:
+        return code
+    (pro, pro_end), (body, body_end) = rescales
+    loop_end = _block_end(code, code.index("{", loop.start()))
+    if not pro_end <= loop.start() < body < loop_end:
+        return code
+    in_loop, after = _gemm_block(code, loop.start()), _gemm_block(code, loop_end)
+    if in_loop > body:
+        return code
+    step = code[body:body_end]
+    return (code[:pro] + code[pro_end:in_loop] + step + code[in_loop:body] + code[body_end:after] + step
+            + code[after:])
+
+
 _TURN = "tl::__sync_thread_partial((tl::get_warp_group_idx()"
 _WAIT_ONE, _WAIT_ALL = "tl::wait_wgmma<1>();", "tl::wait_wgmma<0>();"
 _ONCE = "(int)(blockDim.x >= 32u)"  # 1 for every block of these kernels (128 threads or more); ptxas cannot fold it
 VARIANTS = {"uniform warpgroup": uniform_warpgroup, "wait after softmax": wait_after_softmax,
-            "data before turn": data_before_turn}
+            "data before turn": data_before_turn, "rescale before pv": rescale_before_pv}
 
 
 def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
