@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every GPU test at COMMIT (2026-12-02, fifteenth session: 282 tests) on ONE H200 (nvidia-h200, 16 cores: the tests are compile-bound), in two device calls
+# Every GPU test at 8f18b83 (2026-12-02, fifteenth session: 282 tests, 281 passed, 1 skipped) on ONE H200 (nvidia-h200, 16 cores: the tests are compile-bound), in two device calls
 # each carrying .gpu-bundle, their summaries in gpu-tests-1.txt.gz and gpu-tests-2.txt.gz:
 #   bash benchmarks/results/2026-12-02-h200-gpu-tests/run.sh 1 COMMIT   # templates, ops, shapes, Mamba2
 #   bash benchmarks/results/2026-12-02-h200-gpu-tests/run.sh 2 COMMIT   # decode, random problems and the plan kinds
