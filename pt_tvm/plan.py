@@ -319,6 +319,11 @@ class ExecutionPlan:
                 depth *= p.depth
         return depth
 
+    def reader_stages(self, pipeline: Pipeline, graph: STaskGraph) -> set[int]:
+        """The stages at which the pipeline's consumer role reads its buffers in the loop."""
+        return {self.append_of(t.id).stage for t in graph.loop_stasks
+                if set(pipeline.buffers) & t.read_buffers() and self.append_of(t.id).role == pipeline.consumer}
+
     def pipeline_of(self, buffer: str) -> Pipeline | None:
         for p in self.pipelines:
             if buffer in p.buffers:

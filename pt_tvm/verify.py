@@ -267,8 +267,7 @@ def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -
             out.append(Violation("stage", f"sTask {a.stask} has stage {a.stage} but touches no pipeline buffer; "
                                  f"a warp-specialized stage offset comes from a pipeline span"))
     for p in plan.pipelines:
-        stages = {plan.append_of(t.id).stage for t in graph.loop_stasks
-                  if set(p.buffers) & t.read_buffers() and plan.append_of(t.id).role == p.consumer}
+        stages = plan.reader_stages(p, graph)
         if len(stages) > 1:
             out.append(Violation("stage", f"readers of pipeline {p.name} sit at different stages {sorted(stages)}"))
     out += _check_warp_split(plan, graph, vdev)

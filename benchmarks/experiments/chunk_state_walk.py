@@ -34,13 +34,12 @@ def variants(result: SearchResult, vdev: hw.VDevice) -> dict[str, Candidate]:
     """The pick; the best warp-specialized plan without turns; its cheapest persistent walk that verifies."""
     ws = next(c for c in result.ranked if c.plan.style == Style.WARP_SPECIALIZED and not c.plan.handoffs)
     walks = []
-    for plan in tile_walks(ws.plan, ws.graph, vdev):
+    for plan in (p for p in tile_walks(ws.plan, ws.graph, vdev) if p.persistent):
         try:
             verify(plan, ws.graph, vdev)
         except PlanError:
             continue
-        if plan.persistent:
-            walks.append(priced(ws, plan, vdev, "persistent"))
+        walks.append(priced(ws, plan, vdev, "persistent"))
     return {"pick": result.best, "ws": ws, **({"ws walk": min(walks, key=lambda c: c.seconds)} if walks else {})}
 
 

@@ -30,8 +30,7 @@ def loads_as_read(plan: ExecutionPlan, graph) -> ExecutionPlan:
     """``plan`` with each loop pipeline's producer copy at the stage its consumers read the pipeline at."""
     read_at = {}
     for p in plan.pipelines:
-        stages = {plan.append_of(t.id).stage for t in graph.loop_stasks
-                  if set(p.buffers) & t.read_buffers() and plan.append_of(t.id).role == p.consumer}
+        stages = plan.reader_stages(p, graph)
         if p.scope == "loop" and len(stages) == 1:
             read_at.update({b: stages.pop() for b in p.buffers})
     loop = {t.id for t in graph.placed(Placement.LOOP)}
