@@ -35,3 +35,6 @@ for s in 0 1 2 3; do
   echo "attention-core-$s: $(python -c "import json;h=json.load(open('$OUT/attention-core-$s.json'))['header'];print('wall_s',h.get('wall_s'),'partial',h.get('partial'))")"
   grep -h "geomean" $OUT/attention-core-$s.log | cut -c1-160
 done
+# What ran (2026-12-02, sixteenth session, one nvidia-h100-x1 machine, four calls at 3dbfdde): setup 302 s (153 GPU
+# tests, 153 passed), peers 1 s, attention0 558 s (shards 255.5 and 247.8 s), attention1 590 s (271.6 and 278.3 s);
+# then here: `python -m benchmarks merge`, `report --out-dir attention-core`, `model-check > model-check.md`.
