@@ -30,6 +30,16 @@ start the next ``Q K^T`` one rescale earlier. This variant moves the rescale the
 after the loop; the first step's, of the zero accumulator, dropped). A WSSchedule cannot place it so: an op that
 touches no pipeline buffer runs at the base stage, so the rescale would miss the last step's ``P V``.
 
+**row sum after loop.** Each loop step all-reduces the block's row sums across the four threads that hold a row
+(two ``SHFL`` and two ``FADD`` a row) before adding them to the running sum; flash-attn-4 keeps each thread's
+partial running sum and reduces it once, after the loop (TileLang 0.1.15's ``T.reduce_sum`` always all-reduces,
+and its reducers could not express the running sum's rescale: NOTES-parity). The running sum's update
+(``logsum * scores_scale + scores_sum``) is linear and ``scores_scale`` is the same on a row's four threads (the
+row max is all-reduced), so the partial sums add up to the same total. This variant drops the loop's all-reduces
+of ``scores_sum`` and all-reduces ``logsum`` once before each normalization of the output. Not timed yet
+(written on 2026-12-02 without device time left: nvcc builds it without spills at the registers of the emitted
+kernel, 168 at head dim 128 and 128 in head dim 64's persistent walk, and its PTX has four ``shfl`` fewer a step).
+
 The search's pick of each config is compiled once per variant (a CUDA post-processing hook), each checked against
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
 
@@ -148,11 +158,35 @@ def rescale_before_pv(code: str, target) -> str:
             + code[after:])
 
 
+_ROW_SUM = re.compile(r"\n[ \t]*scores_sum\[(\w+)\] = (tl::AllReduce<tl::SumOp, [^;]*?>)::run\(scores_sum\[\1\]\);")
+
+
+def row_sum_after_loop(code: str, target) -> str:
+    """``code`` with the per-step all-reduce of the block's row sums dropped and the running sum ``logsum``
+    all-reduced once, before each loop that normalizes the output by it."""
+    reduces = list(_ROW_SUM.finditer(code))
+    rows = re.search(r"\bfloat logsum\[(\d+)\];", code)
+    if not reduces or rows is None or len({m.group(2) for m in reduces}) != 1:
+        return code
+    reduce = (f"#pragma unroll\nfor (int pt_r = 0; pt_r < {rows.group(1)}; ++pt_r) {{ "
+              f"logsum[pt_r] = {reduces[0].group(2)}::run(logsum[pt_r]); }}\n")
+    normalizes = [m.start() for m in re.finditer(r"make_float2\(logsum\[", code)]
+    if not normalizes or len(re.findall(r"\blogsum\[", code)) != 1 + 2 * len(normalizes):
+        return code  # the running sum read elsewhere than its update and the normalizations: left as emitted
+    code = _ROW_SUM.sub("", code)
+    # the line opening the loop around each normalization (`#pragma unroll`), last first so indices hold
+    for at in reversed([m.start() for m in re.finditer(r"make_float2\(logsum\[", code)]):
+        start = _line_start(code, code.rindex("#pragma unroll", 0, at))
+        code = code[:start] + reduce + code[start:]
+    return code
+
+
 _TURN = "tl::__sync_thread_partial((tl::get_warp_group_idx()"
 _WAIT_ONE, _WAIT_ALL = "tl::wait_wgmma<1>();", "tl::wait_wgmma<0>();"
 _ONCE = "(int)(blockDim.x >= 32u)"  # 1 for every block of these kernels (128 threads or more); ptxas cannot fold it
 VARIANTS = {"uniform warpgroup": uniform_warpgroup, "wait after softmax": wait_after_softmax,
-            "data before turn": data_before_turn, "rescale before pv": rescale_before_pv}
+            "data before turn": data_before_turn, "rescale before pv": rescale_before_pv,
+            "row sum after loop": row_sum_after_loop}
 
 
 def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
