@@ -17,6 +17,7 @@ from tilelang import tvm
 from tvm import tirx
 
 import pt_tvm
+from benchmarks.experiments.cuda_variants import row_sum_after_loop
 from pt_tvm import hw
 from pt_tvm.cache import structure_key
 from pt_tvm.compiler import FallbackWarning, lower
@@ -226,6 +227,21 @@ def test_hopper_kernel_compiles_with_nvcc_without_spills(hopper_fa, tmp_path):
     _, plans = hopper_fa
     _, _, src = plans["program"]
     assert "flash_attention_kernel" in compiles_without_spills(src, tmp_path, "fa")
+
+
+def test_row_sum_after_loop_rewrite(hopper_fa):
+    """cuda_variants' "row sum after loop" (flash-attn-4's partial row sums, reduced once): the steady-state loop
+    keeps the row max's all-reduce and drops the row sum's; ``logsum`` is all-reduced once, before the output's
+    normalization; a kernel that reads ``logsum`` elsewhere is left as emitted."""
+    _, plans = hopper_fa
+    src = plans["program"][2]
+    out = row_sum_after_loop(src, None)
+    assert "AllReduce<tl::SumOp" in _steady_state(src)
+    assert "AllReduce<tl::SumOp" not in _steady_state(out) and "AllReduce<tl::MaxOp" in _steady_state(out)
+    assert out.count("logsum[pt_r] = tl::AllReduce<tl::SumOp") == 1
+    assert out.index("logsum[pt_r] = tl::AllReduce") < out.index("make_float2(logsum[")
+    read_elsewhere = src.replace("make_float2(logsum[", "make_float2(logsum[0] + logsum[", 1)
+    assert row_sum_after_loop(read_elsewhere, None) == read_elsewhere
 
 
 # ---------------------------------------------------------------- three consumer warpgroups (FA3's D64 tile)
