@@ -38,7 +38,7 @@ and its reducers could not express the running sum's rescale: NOTES-parity). The
 row max is all-reduced), so the partial sums add up to the same total. This variant drops the loop's all-reduces
 of ``scores_sum`` and all-reduces ``logsum`` once before each normalization of the output. Not timed yet
 (written on 2026-12-02 without device time left: nvcc builds it without spills at the registers of the emitted
-kernel, 168 at head dim 128 and 128 in head dim 64's persistent walk, and its PTX has four ``shfl`` fewer a step).
+kernel, 168 at head dims 128 and 256 and 128 in head dim 64's persistent walk; its PTX has four ``shfl`` fewer a step).
 
 The search's pick of each config is compiled once per variant (a CUDA post-processing hook), each checked against
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
