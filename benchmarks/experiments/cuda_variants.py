@@ -39,6 +39,7 @@ row max is all-reduced), so the partial sums add up to the same total. This vari
 of ``scores_sum`` and all-reduces ``logsum`` once before each normalization of the output. Not timed yet
 (written on 2026-12-02 without device time left: nvcc builds it without spills at the registers of the emitted
 kernel, 168 at head dims 128 and 256 and 128 in head dim 64's persistent walk; its PTX has four ``shfl`` fewer a step).
+"row sum after loop, rescale before pv" applies both rewrites, FlashAttention 3's loop step in both respects.
 
 The search's pick of each config is compiled once per variant (a CUDA post-processing hook), each checked against
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
@@ -186,7 +187,9 @@ _WAIT_ONE, _WAIT_ALL = "tl::wait_wgmma<1>();", "tl::wait_wgmma<0>();"
 _ONCE = "(int)(blockDim.x >= 32u)"  # 1 for every block of these kernels (128 threads or more); ptxas cannot fold it
 VARIANTS = {"uniform warpgroup": uniform_warpgroup, "wait after softmax": wait_after_softmax,
             "data before turn": data_before_turn, "rescale before pv": rescale_before_pv,
-            "row sum after loop": row_sum_after_loop}
+            "row sum after loop": row_sum_after_loop,
+            "row sum after loop, rescale before pv": lambda code, target: rescale_before_pv(
+                row_sum_after_loop(code, target), target)}
 
 
 def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
