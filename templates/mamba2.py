@@ -127,48 +127,58 @@ class _Blk:
 
 def build_chunk_state(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, dtype: str,
-    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, dynamic_seqlen: bool = False,
+    block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
+    dynamic_seqlen: bool = False,
 ):
     """``states[b,c,h] = (x * dt * decay)^T @ B`` per chunk: a ``block_M x block_N`` tile of
-    ``(headdim, dstate)`` per block, a pipelined loop over the chunk in ``block_K`` positions.
+    ``(headdim, dstate)`` of ``block_H`` heads per block, a pipelined loop over the chunk in ``block_K`` positions.
 
     Each step stages ``x`` (``block_K x block_M``), ``B`` (``block_K x block_N``), ``dt`` and
     ``dA_cumsum`` in shared memory, computes the ``block_K`` row weights
     ``dt * exp(min(dA_last - dA_cumsum, 0))`` (one exp per position), writes the weighted,
     transposed ``x`` into a register fragment (the GEMM's A operand) and accumulates
     ``x_w @ B`` in float32. ``dynamic_seqlen``: one kernel for every sequence length, priced at ``seqlen``.
+
+    ``block_H`` heads of one group share the block's ``B`` tile, which every head otherwise reads again from L2
+    (the 64 heads of Mamba2-1.3B's one group: twice a head's ``x`` bytes each); the heads are unrolled in Python,
+    each with its own buffers, and their state tiles leave one after the other through one staging tile.
     """
     L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
+    packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
 
     @T.macro
     def tile_program(B, x, dt, dA_cumsum, states, by, blk):
-        """The block ``(blk.t, by)`` of ``states[blk.b, blk.c, blk.h]``."""
-        x_shared = T.alloc_shared((block_K, block_M), dtype)
+        """The block ``(blk.t, by)`` of ``states[blk.b, blk.c, blk.h:blk.h + block_H]``."""
+        x_shared = _per_head("x_shared", block_H, T.alloc_shared, (block_K, block_M), dtype)
         B_shared = T.alloc_shared((block_K, block_N), dtype)
-        dt_shared = T.alloc_shared((block_K,), _ACCUM)
-        dA_shared = T.alloc_shared((block_K,), _ACCUM)
-        weight = T.alloc_fragment((block_K,), _ACCUM)
-        xw = T.alloc_fragment((block_M, block_K), dtype)
-        acc = T.alloc_fragment((block_M, block_N), _ACCUM)
+        dt_shared = _per_head("dt_shared", block_H, T.alloc_shared, (block_K,), _ACCUM)
+        dA_shared = _per_head("dA_shared", block_H, T.alloc_shared, (block_K,), _ACCUM)
+        weight = _per_head("weight", block_H, T.alloc_fragment, (block_K,), _ACCUM)
+        xw = _per_head("xw", block_H, T.alloc_fragment, (block_M, block_K), dtype)
+        acc = _per_head("acc", block_H, T.alloc_fragment, (block_M, block_N), _ACCUM)
         acc_shared = T.alloc_shared((block_M, block_N), _ACCUM)
 
-        T.clear(acc)
+        for j in packed:
+            T.clear(acc[j])
         for k in T.Pipelined(chunk // block_K, num_stages=num_stages):
-            T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h,
-                     by * block_M:(by + 1) * block_M], x_shared)
+            for j in packed:
+                T.copy(x[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.h + j,
+                         by * block_M:(by + 1) * block_M], x_shared[j])
             T.copy(B[blk.b, blk.c * chunk + k * block_K:blk.c * chunk + (k + 1) * block_K, blk.g,
                      blk.t * block_N:(blk.t + 1) * block_N], B_shared)
-            T.copy(dt[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dt_shared)
-            T.copy(dA_cumsum[blk.b, blk.h, blk.c, k * block_K:(k + 1) * block_K], dA_shared)
-            for i in T.Parallel(block_K):
-                weight[i] = dt_shared[i] * T.exp2(
-                    T.min(dA_cumsum[blk.b, blk.h, blk.c, chunk - 1] - dA_shared[i], 0.0) * _LOG2E)
-            for i, j in T.Parallel(block_M, block_K):
-                xw[i, j] = x_shared[j, i] * weight[j]
-            T.gemm(xw, B_shared, acc)
-        T.copy(acc, acc_shared)
-        T.copy(acc_shared, states[blk.b, blk.c, blk.h, by * block_M:(by + 1) * block_M,
-                                  blk.t * block_N:(blk.t + 1) * block_N])
+            for j in packed:
+                T.copy(dt[blk.b, blk.h + j, blk.c, k * block_K:(k + 1) * block_K], dt_shared[j])
+                T.copy(dA_cumsum[blk.b, blk.h + j, blk.c, k * block_K:(k + 1) * block_K], dA_shared[j])
+                for i in T.Parallel(block_K):
+                    weight[j][i] = dt_shared[j][i] * T.exp2(
+                        T.min(dA_cumsum[blk.b, blk.h + j, blk.c, chunk - 1] - dA_shared[j][i], 0.0) * _LOG2E)
+                for i, n in T.Parallel(block_M, block_K):
+                    xw[j][i, n] = x_shared[j][n, i] * weight[j][n]
+                T.gemm(xw[j], B_shared, acc[j])
+        for j in packed:
+            T.copy(acc[j], acc_shared)
+            T.copy(acc_shared, states[blk.b, blk.c, blk.h + j, by * block_M:(by + 1) * block_M,
+                                      blk.t * block_N:(blk.t + 1) * block_N])
 
     @T.prim_func
     def chunk_state(
@@ -179,8 +189,9 @@ def build_chunk_state(
         states: T.Tensor((batch, nchunks, heads, headdim, dstate), _ACCUM),
     ):
         tiles = T.ceildiv(dstate, block_N)
-        with T.Kernel(tiles * batch, T.ceildiv(headdim, block_M), nchunks * heads, threads=threads) as (bx, by, bz):
-            tile_program(B, x, dt, dA_cumsum, states, by, _Blk.of(bx, bz, tiles, heads, groups))
+        with T.Kernel(tiles * batch, T.ceildiv(headdim, block_M), nchunks * heads // block_H,
+                      threads=threads) as (bx, by, bz):
+            tile_program(B, x, dt, dA_cumsum, states, by, _Blk.of(bx, bz, tiles, heads, groups, block_H))
 
     return priced(chunk_state, _hints(seqlen, chunk, dynamic_seqlen))
 
@@ -355,9 +366,20 @@ def _check_positive(template: str, key: str, value: Any) -> None:
         raise _fail(template, key, f"must be a positive int, got {value!r}")
 
 
+def _check_heads(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any], shared: str) -> None:
+    """A block's ``block_H`` heads are whole heads of one group (they share its ``shared`` tiles)."""
+    _check_positive(template, "block_H", tile["block_H"])
+    per_group = problem["heads"] // problem["groups"]
+    if per_group % tile["block_H"]:
+        raise _fail(template, "block_H", f"={tile['block_H']} must divide the {per_group} heads of a group "
+                                         f"(heads={problem['heads']}, groups={problem['groups']}): a block's "
+                                         f"heads share one group's {shared} tiles")
+
+
 def _check_state(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """chunk_state tiles (headdim, dstate) by (block_M, block_N) and walks the chunk in block_K."""
     _check_common("chunk_state", problem, tile)
+    _check_heads("chunk_state", problem, tile, "B")
 
 
 def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -371,12 +393,7 @@ def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if problem["chunk"] % tile["block_M"]:
         raise _fail("chunk_scan", "block_M", f"={tile['block_M']} must divide chunk={problem['chunk']} (a block of "
                                              "rows stays within one chunk)")
-    _check_positive("chunk_scan", "block_H", tile["block_H"])
-    per_group = problem["heads"] // problem["groups"]
-    if per_group % tile["block_H"]:
-        raise _fail("chunk_scan", "block_H", f"={tile['block_H']} must divide the {per_group} heads of a group "
-                                             f"(heads={problem['heads']}, groups={problem['groups']}): a block's "
-                                             "heads share one group's cb and C tiles")
+    _check_heads("chunk_scan", problem, tile, "cb and C")
 
 
 # ---------------------------------------------------------------- inputs
@@ -526,7 +543,8 @@ CHUNK_STATE = Template(
     builder=build_chunk_state,
     reference=_state_reference,
     problem=dict(_PROBLEM),
-    tile={"block_M": 64, "block_N": 128, "block_K": 64, "threads": 128},
+    tile={"block_M": 64, "block_N": 128, "block_K": 64, "threads": 128, "block_H": 1},
+    # block_H (heads a block sharing the B tile) is a pin, not searched (docs/NOTES-parity.md)
     tile_space={"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64, 128), "threads": (128, 256)},
     make_inputs=_make_state_inputs,
     flops=_state_flops,

@@ -338,6 +338,26 @@ def test_extract_chunk_scan_with_heads_packed() -> None:
     assert math.prod(graph.grid.values()) * 2 == math.prod(one_head.grid.values())
 
 
+def test_extract_chunk_state_with_heads_packed() -> None:
+    """Two heads of one group a block: one ``B`` load a step for both, each head its own ``x``, ``dt`` and
+    ``dA_cumsum`` tiles, weights and GEMM into its own ``acc`` (a loop-carried RAW each), their state tiles stored
+    one after the other through one staging tile; half the blocks of one head a block."""
+    graph = pt_tvm.extract(get("chunk_state").build(**{**SMALL, "block_H": 2}), "h100")
+    loads = [t.writes[0].buffer for t in graph.loop_stasks if t.op == OpKind.COPY]
+    assert sorted(loads) == sorted(["B_shared", *(f"{b}_{j}" for j in (0, 1)
+                                                  for b in ("x_shared", "dt_shared", "dA_shared"))])
+    for j, gemm in enumerate(t for t in graph.loop_stasks if t.op == OpKind.GEMM):
+        assert {a.buffer for a in gemm.reads} == {f"xw_{j}", "B_shared", f"acc_{j}"}
+        assert graph.find_edges(src=gemm.id, dst=gemm.id, kind=DepKind.RAW, buffer=f"acc_{j}", distance=1)
+    stores = [t for t in graph.placed(Placement.EPILOGUE) if t.writes[0].buffer == "states"]
+    assert len(stores) == 2 and stores[0].writes[0].offsets != stores[1].writes[0].offsets
+    # the second head's staging waits for the first head's store to have read the tile
+    staged = [t for t in graph.placed(Placement.EPILOGUE) if t.writes[0].buffer == "acc_shared"]
+    assert graph.find_edges(src=stores[0].id, dst=staged[1].id, kind=DepKind.WAR, buffer="acc_shared")
+    one_head = pt_tvm.extract(get("chunk_state").build(**SMALL), "h100")
+    assert math.prod(graph.grid.values()) * 2 == math.prod(one_head.grid.values())
+
+
 def test_reader_stages_are_the_stage_choices_that_plan() -> None:
     """The search's reader-stage choices give exactly the plans a choice per loaded buffer gives (chunk_scan
     with two heads a block: 7 loaded buffers, 128 choices per buffer, 8 per class of pipelines read together,
@@ -433,6 +453,8 @@ def test_search_emits_no_racy_cp_async_order() -> None:
         ("chunk_scan", {"block_H": 3}, "block_H"),
         ("chunk_scan", {"block_H": 0}, "block_H"),
         ("chunk_scan", {"groups": 8, "heads": 16, "block_H": 4}, "block_H"),
+        ("chunk_state", {"block_H": 3}, "block_H"),
+        ("chunk_state", {"groups": 8, "heads": 16, "block_H": 4}, "block_H"),
     ],
 )
 def test_bad_parameters_raise(name: str, overrides: dict, param: str) -> None:
@@ -454,6 +476,7 @@ GPU_CASES = [
     ("chunk_state", {"dtype": "bfloat16"}),
     ("chunk_state", {"groups": 8, "batch": 2, "seqlen": 2048}),
     ("chunk_state", {"block_N": 64, "block_K": 128}),
+    ("chunk_state", {"block_H": 2, "groups": 8, "batch": 2, "seqlen": 2048}),
     ("chunk_scan", {}),
     ("chunk_scan", {"has_d": False}),
     ("chunk_scan", {"dtype": "bfloat16"}),
@@ -498,6 +521,7 @@ def test_gpu_tilelang_schedule(name: str, overrides: dict) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name, params", [("chunk_state", {}), ("chunk_scan", {}),
+                                          ("chunk_state", {"block_H": 2}),
                                           ("chunk_scan", {"block_H": 2, "block_M": 64, "block_K": 32}),
                                           ("chunk_scan", {"block_H": 4, "block_M": 64, "block_N": 64, "block_K": 32,
                                                           "seqlen": 1024})])

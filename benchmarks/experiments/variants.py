@@ -187,18 +187,19 @@ def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:
 
 
 def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir: str, out_name: str,
-            command: str, deadline_s: float, space: SearchSpace = SearchSpace(), template: str = "gemm",
-            peer: str = "cublas", also: Sequence[str] = ()) -> list:
-    """Search each config (``note`` is a label), time ``picks(result, vdev)`` against ``peer`` (a system of
-    :mod:`benchmarks.systems`), and the peers ``also`` beside them (those that build on this machine); the
-    rows."""
+            command: str, deadline_s: float, space: SearchSpace | Callable[[dict], SearchSpace] = SearchSpace(),
+            template: str = "gemm", peer: str = "cublas", also: Sequence[str] = ()) -> list:
+    """Search each config (``note`` is a label; ``space`` a SearchSpace or one a config), time ``picks(result,
+    vdev)`` against ``peer`` (a system of :mod:`benchmarks.systems`), and the peers ``also`` beside them (those
+    that build on this machine); the rows."""
     t_start = time.time()
     vdev = hw.from_device()
     tmpl = templates.get(template)
     searched = []
     for cfg in configs:
         problem = {k: v for k, v in cfg.items() if k != "note"}
-        result, problem, _ = schedule_template(template, vdev, params=problem, space=space)
+        result, problem, _ = schedule_template(template, vdev, params=problem,
+                                               space=space(cfg) if callable(space) else space)
         searched.append((cfg, problem, result, _distinct(picks(result, vdev))))
     keys = [(i, name) for i, (_, _, _, p) in enumerate(searched) for name in p]
     jobs = [job for _, problem, _, p in searched for job in compile_jobs(template, problem, vdev, p.values())]
