@@ -45,12 +45,13 @@ The search's pick of each config is compiled once per variant (a CUDA post-proce
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.cuda_variants $OUT [VARIANT ...]``
-(all variants by default).
+(all variants by default; ``--non-causal`` times only the configs without the mask, ``--rounds N`` sets the
+alternating rounds, 7 by default).
 """
+import argparse
 import json
 import os
 import re
-import sys
 import time
 
 import torch
@@ -192,13 +193,13 @@ VARIANTS = {"uniform warpgroup": uniform_warpgroup, "wait after softmax": wait_a
                 row_sum_after_loop(code, target), target)}
 
 
-def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
+def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS), non_causal: bool = False, rounds: int = 7) -> None:
     t0 = time.time()
     vdev = hw.from_device()
     tmpl = templates.get("flash_attention")
     tl_env.disable_cache()  # the two compiles of one PrimFunc must not share a cache entry
     rows = []
-    for cfg in CONFIGS:
+    for cfg in (c for c in CONFIGS if not (non_causal and c["causal"])):
         result, problem, _ = schedule_template("flash_attention", vdev, params=cfg)
         func = planned_func("flash_attention", problem, result.best, vdev)
         kernels = {}
@@ -208,7 +209,7 @@ def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
         register_cuda_postproc(lambda code, target: code, override=True)
         shape = {k: v for k, v in problem.items() if k not in tmpl.tile}
         cudnn, _ = build_system("cudnn-sdpa", tmpl, shape, vdev)
-        info = check_and_time({"cudnn-sdpa": cudnn, **kernels}, tmpl, shape, vdev, rounds=7)
+        info = check_and_time({"cudnn-sdpa": cudnn, **kernels}, tmpl, shape, vdev, rounds=rounds)
         for name in names:
             info[name]["rewritten"] = kernels[name].get_kernel_source() != kernels["as emitted"].get_kernel_source()
         rows.append({"config": shape, "plan": result.best.note, "systems": info})
@@ -217,9 +218,16 @@ def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS)) -> None:
               + "  ".join(f"{n} {v['tflops']:.0f} TFLOP/s ({base / v['ms']:.3f}x)" for n, v in info.items())
               + f"  [{time.time() - t0:.0f} s]", flush=True)
         with open(os.path.join(out_dir, "cuda_variants.json"), "w") as f:
-            json.dump({"header": header("python -m benchmarks.experiments.cuda_variants $OUT " + " ".join(names),
+            json.dump({"header": header(" ".join(["python -m benchmarks.experiments.cuda_variants $OUT", *names]
+                                                 + ["--non-causal"] * non_causal + [f"--rounds {rounds}"]),
                                         torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], tuple(sys.argv[2:]) or tuple(VARIANTS))
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.experiments.cuda_variants")
+    parser.add_argument("out_dir")
+    parser.add_argument("variants", nargs="*", choices=[*VARIANTS, []])
+    parser.add_argument("--non-causal", action="store_true")
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    main(args.out_dir, tuple(args.variants) or tuple(VARIANTS), args.non_causal, args.rounds)
