@@ -11,3 +11,5 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader |
 timeout 540 python -m benchmarks.experiments.cuda_variants $OUT "row sum after loop" \
   "row sum after loop, rescale before pv" 2>&1 | grep -v "INFO\|AutoWarpSpecialization" > $OUT/cuda_variants.log
 echo "rc=$? (at $1)"; tail -8 $OUT/cuda_variants.log | cut -c1-330
+# What ran (2026-12-03, f018a45, one call, 242 s): "row sum after loop" and "row sum after loop, rescale before pv"
+# on the six configs, 7 rounds (cuda_variants-f018a45.json.gz, cuda_variants.log).

@@ -13,3 +13,6 @@ timeout 330 python -m benchmarks.experiments.head_pack $OUT chunk_state 2>&1 \
 echo "rc=$? (at $1)"
 bash benchmarks/gpu-tests.sh 12 150 tests/test_mamba2.py | tail -4
 tail -14 $OUT/head_pack.log | cut -c1-200
+# What ran (2026-12-03, 775b2ca, one call, 256 s): head_pack chunk_state, nine configs checked and timed beside
+# mamba-ssm's Triton (head_pack_chunk_state-775b2ca.json.gz, head_pack.log), then the 18 Mamba2 GPU tests: 18 passed
+# (gpu-tests.txt.gz).
