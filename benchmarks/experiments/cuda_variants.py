@@ -45,8 +45,8 @@ The search's pick of each config is compiled once per variant (a CUDA post-proce
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.cuda_variants $OUT [VARIANT ...]``
-(all variants by default; ``--non-causal`` times only the configs without the mask, ``--rounds N`` sets the
-alternating rounds, 7 by default).
+(all variants by default; ``--non-causal`` times only the configs without the mask, ``--extra`` the configs of
+``EXTRA`` instead, ``--rounds N`` sets the alternating rounds, 7 by default).
 """
 import argparse
 import json
@@ -67,6 +67,8 @@ from pt_tvm.compiler import planned_func, schedule_template
 
 CONFIGS = [_cfg(128, 4096, False), _cfg(128, 4096, True), _cfg(64, 4096, True), _cfg(256, 4096, True),
            _cfg(64, 4096, False), _cfg(256, 4096, False)]
+# attention-core's other configs without the mask where flash-attn-4 leads (``--extra``)
+EXTRA = [{**_cfg(128, 4096, False), "dtype": "bfloat16"}, _cfg(128, 16384, False), _cfg(256, 16384, False)]
 WARPGROUP = "((int)threadIdx.x) >> 7"
 UNIFORM = "pt_warpgroup"
 
@@ -193,13 +195,14 @@ VARIANTS = {"uniform warpgroup": uniform_warpgroup, "wait after softmax": wait_a
                 row_sum_after_loop(code, target), target)}
 
 
-def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS), non_causal: bool = False, rounds: int = 7) -> None:
+def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS), non_causal: bool = False, rounds: int = 7,
+         extra: bool = False) -> None:
     t0 = time.time()
     vdev = hw.from_device()
     tmpl = templates.get("flash_attention")
     tl_env.disable_cache()  # the two compiles of one PrimFunc must not share a cache entry
     rows = []
-    for cfg in (c for c in CONFIGS if not (non_causal and c["causal"])):
+    for cfg in (c for c in (EXTRA if extra else CONFIGS) if not (non_causal and c["causal"])):
         result, problem, _ = schedule_template("flash_attention", vdev, params=cfg)
         func = planned_func("flash_attention", problem, result.best, vdev)
         kernels = {}
@@ -219,7 +222,8 @@ def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS), non_causal: boo
               + f"  [{time.time() - t0:.0f} s]", flush=True)
         with open(os.path.join(out_dir, "cuda_variants.json"), "w") as f:
             json.dump({"header": header(" ".join(["python -m benchmarks.experiments.cuda_variants $OUT", *names]
-                                                 + ["--non-causal"] * non_causal + [f"--rounds {rounds}"]),
+                                                 + ["--non-causal"] * non_causal + ["--extra"] * extra
+                                                 + [f"--rounds {rounds}"]),
                                         torch.cuda.get_device_name()), "rows": rows}, f, indent=1, default=str)
 
 
@@ -229,5 +233,6 @@ if __name__ == "__main__":
     parser.add_argument("variants", nargs="*", choices=[*VARIANTS, []])
     parser.add_argument("--non-causal", action="store_true")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--extra", action="store_true")
     args = parser.parse_args()
-    main(args.out_dir, tuple(args.variants) or tuple(VARIANTS), args.non_causal, args.rounds)
+    main(args.out_dir, tuple(args.variants) or tuple(VARIANTS), args.non_causal, args.rounds, args.extra)

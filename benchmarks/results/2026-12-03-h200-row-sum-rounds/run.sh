@@ -12,3 +12,5 @@ timeout 540 python -m benchmarks.experiments.cuda_variants $OUT "rescale before 
   "row sum after loop, rescale before pv" --non-causal --rounds 15 2>&1 \
   | grep -v "INFO\|AutoWarpSpecialization" > $OUT/cuda_variants.log
 echo "rc=$? (at $1)"; tail -4 $OUT/cuda_variants.log | cut -c1-420
+# What ran (2026-12-03, 846c97d, one call, 163 s): the three rewrites on the three configs without the mask, 15
+# rounds (cuda_variants-846c97d.json.gz, cuda_variants.log).
