@@ -36,10 +36,12 @@ partial running sum and reduces it once, after the loop (TileLang 0.1.15's ``T.r
 and its reducers could not express the running sum's rescale: NOTES-parity). The running sum's update
 (``logsum * scores_scale + scores_sum``) is linear and ``scores_scale`` is the same on a row's four threads (the
 row max is all-reduced), so the partial sums add up to the same total. This variant drops the loop's all-reduces
-of ``scores_sum`` and all-reduces ``logsum`` once before each normalization of the output. Not timed yet
-(written on 2026-12-02 without device time left: nvcc builds it without spills at the registers of the emitted
-kernel, 168 at head dims 128 and 256 and 128 in head dim 64's persistent walk; its PTX has four ``shfl`` fewer a step).
-"row sum after loop, rescale before pv" applies both rewrites, FlashAttention 3's loop step in both respects.
+of ``scores_sum`` and all-reduces ``logsum`` once before each normalization of the output (nvcc builds it without
+spills at the registers of the emitted kernel, 168 at head dims 128 and 256 and 128 in head dim 64's persistent
+walk; its PTX has four ``shfl`` fewer a step). "row sum after loop, rescale before pv" applies both rewrites,
+FlashAttention 3's loop step in both respects. On one H200 (``benchmarks/results/2026-12-03-h200-row-sum`` and
+``-row-sum-rounds``) the row sums alone ran 0.99-1.02x the emitted kernel; both rewrites 1.015-1.020x at head dim 128
+and 1.013-1.017x at 256 without the mask, 0.975-0.993x with it.
 
 The search's pick of each config is compiled once per variant (a CUDA post-processing hook), each checked against
 the float32 reference on fresh random inputs, then timed beside cuDNN SDPA in alternating rounds.
@@ -230,9 +232,11 @@ def main(out_dir: str, names: tuple[str, ...] = tuple(VARIANTS), non_causal: boo
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m benchmarks.experiments.cuda_variants")
     parser.add_argument("out_dir")
-    parser.add_argument("variants", nargs="*", choices=[*VARIANTS, []])
+    parser.add_argument("variants", nargs="*", metavar="VARIANT", help=f"any of {list(VARIANTS)}")
     parser.add_argument("--non-causal", action="store_true")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--extra", action="store_true")
     args = parser.parse_args()
+    if unknown := [v for v in args.variants if v not in VARIANTS]:
+        parser.error(f"unknown variant(s) {unknown}: choose from {list(VARIANTS)}")
     main(args.out_dir, tuple(args.variants) or tuple(VARIANTS), args.non_causal, args.rounds, args.extra)
