@@ -13,3 +13,5 @@ timeout 560 python -m benchmarks.experiments.cuda_variants $OUT "row sum after l
   "row sum after loop, rescale before pv" --extra --rounds 10 2>&1 \
   | grep -v "INFO\|AutoWarpSpecialization" > $OUT/cuda_variants.log
 echo "rc=$? (at $1)"; tail -5 $OUT/cuda_variants.log | cut -c1-420
+# What ran (2026-12-03, eighteenth session, dea72ed, one call, 140 s): both rewrites on the three configs, 10 rounds
+# (cuda_variants-dea72ed.json.gz, cuda_variants.log).
