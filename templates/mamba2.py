@@ -48,7 +48,8 @@ I/O contract (``nchunks = ceil(seqlen / chunk)``; ``dtype`` is float16 or bfloat
   ``states [batch, nchunks, heads, headdim, dstate]`` float32.
 * ``chunk_scan(cb, x, dt, dA_cumsum, C, prev_states[, D]) -> out`` (``out_idx=(-1,)``, the last
   parameter: ``D`` is a parameter only when ``has_d``): ``cb [batch, nchunks, groups, chunk, chunk]``
-  float32, ``x`` as above, ``dt``/``dA_cumsum`` as above, ``C [batch, seqlen, groups, dstate]`` dtype,
+  float32 (``cb_dtype``; or the input dtype), ``x`` as above, ``dt``/``dA_cumsum`` as above,
+  ``C [batch, seqlen, groups, dstate]`` dtype,
   ``prev_states [batch, nchunks, heads, headdim, dstate]`` dtype, ``D [heads]`` float32;
   ``out [batch, seqlen, heads, headdim]`` dtype.
 
@@ -199,14 +200,14 @@ def build_chunk_state(
 def build_chunk_scan(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, has_d: bool,
     dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
-    dynamic_seqlen: bool = False,
+    dynamic_seqlen: bool = False, cb_dtype: str = _ACCUM,
 ):
     """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` of ``block_H`` heads per block.
 
     Before the loop, per head: ``acc = (C_rows @ prev_states^T) * exp(dA_cumsum_rows)`` (the whole
     ``dstate`` in one GEMM). The pipelined loop walks the key blocks of the chunk up to
     the causal diagonal (``ceil((m+1)*block_M / block_K)`` steps): it stages the ``cb``
-    tile (float32) once for the block's heads, and per head ``dA_cumsum`` and ``dt`` of the keys, builds the
+    tile (``cb_dtype``) once for the block's heads, and per head ``dA_cumsum`` and ``dt`` of the keys, builds the
     masked, decayed, ``dt``-weighted scores in a register fragment (input dtype, the GEMM's A operand),
     stages ``x`` of the keys and accumulates ``scores @ x``. After it: ``+ D[h] * x_rows``
     (``has_d``), then the store in ``x``'s dtype.
@@ -218,7 +219,8 @@ def build_chunk_scan(
     The decay before the loop reads ``dA_cumsum`` from global memory, not ``dA_m_shared``: TileLang's warp
     specialization makes the copy of a buffer the loop reads a TMA load that only the loop waits for, so a
     read of it before the loop would race that load (docs/NOTES-parity.md). ``dynamic_seqlen``: one kernel for
-    every sequence length, priced at ``seqlen``.
+    every sequence length, priced at ``seqlen``. ``cb_dtype``: float32 as mamba passes ``cb``, or the input dtype,
+    half the bytes that every head reads again (the scores are rounded to it for their GEMM in either case).
     """
     L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
     packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
@@ -253,7 +255,7 @@ def build_chunk_scan(
         C_shared = T.alloc_shared((block_M, dstate), dtype)
         S_shared = _per_head("S_shared", block_H, T.alloc_shared, (block_N, dstate), dtype)
         dA_m_shared = _per_head("dA_m_shared", block_H, T.alloc_shared, (block_M,), _ACCUM)
-        cb_shared = T.alloc_shared((block_M, block_K), _ACCUM)
+        cb_shared = T.alloc_shared((block_M, block_K), cb_dtype)
         dA_k_shared = _per_head("dA_k_shared", block_H, T.alloc_shared, (block_K,), _ACCUM)
         dt_k_shared = _per_head("dt_k_shared", block_H, T.alloc_shared, (block_K,), _ACCUM)
         x_shared = _per_head("x_shared", block_H, T.alloc_shared, (block_K, block_N), dtype)
@@ -282,7 +284,7 @@ def build_chunk_scan(
                 for i, n in T.Parallel(block_M, block_K):
                     scores[j][i, n] = T.if_then_else(
                         by * block_M + i >= k * block_K + n,
-                        cb_shared[i, n] * dt_k_shared[j][n]
+                        T.Cast(_ACCUM, cb_shared[i, n]) * dt_k_shared[j][n]
                         * T.exp2(T.min(dA_m_shared[j][i] - dA_k_shared[j][n], 0.0) * _LOG2E),
                         0.0,
                     )
@@ -313,7 +315,7 @@ def build_chunk_scan(
     if has_d:
         @T.prim_func
         def chunk_scan(
-            cb: T.Tensor(cb_shape, _ACCUM), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
+            cb: T.Tensor(cb_shape, cb_dtype), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
             dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: T.Tensor(bc_shape, dtype),
             prev_states: T.Tensor(states_shape, dtype), D: T.Tensor((heads,), _ACCUM),
             out: T.Tensor(seq_shape, dtype),
@@ -322,7 +324,7 @@ def build_chunk_scan(
     else:
         @T.prim_func
         def chunk_scan(
-            cb: T.Tensor(cb_shape, _ACCUM), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
+            cb: T.Tensor(cb_shape, cb_dtype), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
             dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: T.Tensor(bc_shape, dtype),
             prev_states: T.Tensor(states_shape, dtype), out: T.Tensor(seq_shape, dtype),
         ):
@@ -394,6 +396,9 @@ def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         raise _fail("chunk_scan", "block_M", f"={tile['block_M']} must divide chunk={problem['chunk']} (a block of "
                                              "rows stays within one chunk)")
     _check_heads("chunk_scan", problem, tile, "cb and C")
+    if problem["cb_dtype"] not in (_ACCUM, problem["dtype"]):
+        raise _fail("chunk_scan", "cb_dtype", f"must be {_ACCUM!r} or the input dtype {problem['dtype']!r}, got "
+                                              f"{problem['cb_dtype']!r}")
 
 
 # ---------------------------------------------------------------- inputs
@@ -439,8 +444,8 @@ def _make_state_inputs(problem: Mapping[str, Any], device: Any, generator: torch
 
 def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
     """``(cb, x, dt, dA_cumsum, C, prev_states[, D])``: the arguments of mamba's ``_chunk_scan_fwd``
-    in its order. ``cb`` is ``C B^T`` per chunk in float32 from random ``B``, ``C`` in the input
-    dtype (what ``_bmm_chunk_fwd(C, B, chunk, output_dtype=torch.float32)`` returns);
+    in its order. ``cb`` is ``C B^T`` per chunk from random ``B``, ``C`` in the input dtype, computed in float32
+    and stored in ``cb_dtype`` (float32: what ``_bmm_chunk_fwd(C, B, chunk, output_dtype=torch.float32)`` returns);
     ``prev_states`` are standard normal in the input dtype, ``D`` standard normal in float32."""
     p = problem
     dtype = getattr(torch, p["dtype"])
@@ -452,7 +457,8 @@ def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
     dt, dA_cumsum = _dt_and_cumsum(problem, device, generator)
     prev_states = _randn((b, nchunks, p["heads"], p["headdim"], n), dtype, device, generator)
     cb = torch.einsum("bclgn,bcsgn->bcgls", _padded(C, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n),
-                      _padded(B, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n)).contiguous()
+                      _padded(B, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n))
+    cb = cb.to(getattr(torch, p["cb_dtype"])).contiguous()
     inputs = (cb, x, dt, dA_cumsum, C, prev_states)
     if p["has_d"]:
         inputs = (*inputs, _randn((p["heads"],), torch.float32, device, generator))
@@ -559,7 +565,7 @@ CHUNK_SCAN = Template(
     name="chunk_scan",
     builder=build_chunk_scan,
     reference=_scan_reference,
-    problem={**_PROBLEM, "has_d": True},
+    problem={**_PROBLEM, "has_d": True, "cb_dtype": _ACCUM},
     tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128, "block_H": 1},
     # block_H (heads a block) is a pin, not searched: on one H100 two heads a block ran 1.05x faster at batch 64 x
     # 1024 and 0.93x at 1 x 16384, four 0.82x and 0.80x, where the model prices them 1.5x and 1.7x faster

@@ -24,6 +24,7 @@ import pt_tvm
 from pt_tvm.graph import DepKind, OpKind, Placement
 from pt_tvm.measure import REL_TOL
 from pt_tvm.plan import Style
+from pt_tvm.search import SearchSpace, search
 from pt_tvm.templates import TemplateError, get, names
 from pt_tvm.verify import violations
 
@@ -318,6 +319,28 @@ def test_extract_chunk_scan(has_d: bool) -> None:
         assert "D" in {a.buffer for a in d_term[0].reads}
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_chunk_scan_reads_cb_in_the_input_dtype(dtype: str) -> None:
+    """``cb_dtype`` the input dtype: the kernel takes ``cb`` as that type, its key step loads half the ``cb`` bytes
+    (a float32 tile otherwise) and the model prices the kernel faster; the scores are float32 arithmetic either way."""
+    vdev = pt_tvm.hw.get("h200")
+    graphs = {c: pt_tvm.extract(get("chunk_scan").build(**{**SMALL, "dtype": dtype, "cb_dtype": c}), vdev)
+              for c in ("float32", dtype)}
+    cb = {c: next(t for t in g.loop_stasks if t.op == OpKind.COPY and t.writes[0].buffer == "cb_shared")
+          for c, g in graphs.items()}
+    assert cb[dtype].bytes * 2 == cb["float32"].bytes
+    src = _lower("chunk_scan", SM90, 2, dtype=dtype, cb_dtype=dtype)
+    ctype = {"float16": "half_t", "bfloat16": "bfloat16_t"}[dtype]
+    assert re.search(rf"tma_load\(cb_desc, .*\(\({ctype}\*\)cb_shared\)", src)
+    assert re.search(rf"\(float\)\(\({ctype}\*\)cb_shared\)\[", src)  # the scores in float32
+    space = SearchSpace(consumer_wgs=(1,), random_orders=0, row_split=False, carry_gemms=False)
+    price = {c: search([g], vdev, space=space).best.seconds for c, g in graphs.items()}
+    assert price[dtype] < price["float32"]
+    inputs = get("chunk_scan").make_inputs({**get("chunk_scan").problem, **SMALL, "dtype": dtype, "cb_dtype": dtype},
+                                           "cpu", torch.Generator().manual_seed(0))
+    assert inputs[0].dtype == getattr(torch, dtype)
+
+
 def test_extract_chunk_scan_with_heads_packed() -> None:
     """Two heads of one group a block: one ``cb`` load a key block for both, each head its own decays, scores,
     ``x`` tile and GEMM (accumulating its own ``acc``), one ``C`` tile before the loop for both."""
@@ -455,6 +478,8 @@ def test_search_emits_no_racy_cp_async_order() -> None:
         ("chunk_scan", {"groups": 8, "heads": 16, "block_H": 4}, "block_H"),
         ("chunk_state", {"block_H": 3}, "block_H"),
         ("chunk_state", {"groups": 8, "heads": 16, "block_H": 4}, "block_H"),
+        ("chunk_scan", {"cb_dtype": "bfloat16"}, "cb_dtype"),
+        ("chunk_scan", {"cb_dtype": "float64"}, "cb_dtype"),
     ],
 )
 def test_bad_parameters_raise(name: str, overrides: dict, param: str) -> None:
@@ -485,6 +510,8 @@ GPU_CASES = [
     ("chunk_scan", {"block_M": 64, "block_K": 128}),
     ("chunk_scan", {"block_H": 2}),
     ("chunk_scan", {"block_H": 4, "groups": 8, "batch": 2, "seqlen": 2048, "block_K": 32}),
+    ("chunk_scan", {"cb_dtype": "float16"}),
+    ("chunk_scan", {"cb_dtype": "bfloat16", "dtype": "bfloat16", "seqlen": 1000}),
 ]
 
 
@@ -524,7 +551,8 @@ def test_gpu_tilelang_schedule(name: str, overrides: dict) -> None:
                                           ("chunk_state", {"block_H": 2}),
                                           ("chunk_scan", {"block_H": 2, "block_M": 64, "block_K": 32}),
                                           ("chunk_scan", {"block_H": 4, "block_M": 64, "block_N": 64, "block_K": 32,
-                                                          "seqlen": 1024})])
+                                                          "seqlen": 1024}),
+                                          ("chunk_scan", {"cb_dtype": "float16"})])
 def test_gpu_pt_tvm_plan(name: str, params: dict) -> None:
     """pt-tvm's searched plan for the local GPU computes the same result (heads packed a block too)."""
     from pt_tvm import hw
