@@ -79,6 +79,11 @@ def test_fake_tensors_propagate_shapes_and_dtypes():
         y = ops.chunk_scan(e(b, c, g, L, L, dtype=F32), x, e(b, h, c, L, dtype=F32), e(b, h, c, L, dtype=F32), B,
                            e(b, c, h, p, n), e(h, dtype=F32))
         assert (y.shape, y.dtype) == ((b, s, h, p), F16)
+        assert ops.chunk_scan(e(b, c, g, L, L), x, e(b, h, c, L, dtype=F32), e(b, h, c, L, dtype=F32), B,
+                              e(b, c, h, p, n)).shape == (b, s, h, p)  # cb in x's dtype
+        with pytest.raises(TypeError, match="'cb'"):
+            ops.chunk_scan(e(b, c, g, L, L, dtype=torch.bfloat16), x, e(b, h, c, L, dtype=F32),
+                           e(b, h, c, L, dtype=F32), B, e(b, c, h, p, n))
 
 
 # ---------------------------------------------------------------- torch.compile

@@ -273,12 +273,13 @@ def test_chunk_state(gen, dtype):
           getattr(torch, dtype), "chunk_state")
 
 
-@pytest.mark.parametrize("has_d", [True, False])
-def test_chunk_scan(gen, has_d):
+@pytest.mark.parametrize("has_d, cb_dtype", [(True, "float32"), (False, "float32"), (True, "float16")])
+def test_chunk_scan(gen, has_d, cb_dtype):
+    """mamba's float32 ``cb``, or ``cb`` in ``x``'s dtype (what the SSD forward passes)."""
     template = templates.get("chunk_scan")
-    problem, _ = template.resolve(**SSD, dtype="float16", has_d=has_d)
+    problem, _ = template.resolve(**SSD, dtype="float16", has_d=has_d, cb_dtype=cb_dtype)
     inputs = template.make_inputs(problem, "cuda", gen)
-    close(ops.chunk_scan(*inputs), template.reference(*inputs, **problem), F16, "chunk_scan")
+    close(ops.chunk_scan(*inputs), template.reference(*inputs, **problem), F16, f"chunk_scan cb {cb_dtype}")
 
 
 def test_dynamic_tokens_ssd_one_kernel_pair_a_bucket(gen, tmp_path):

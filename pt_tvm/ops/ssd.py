@@ -14,7 +14,9 @@ Inductor fuses):
 2. ``states``: the state each chunk leaves behind (``chunk_state`` kernel);
 3. ``prev_states``, ``final_states`` (glue, mamba's ``_state_passing_fwd``): the state entering each
    chunk and the one after the last, from the chunks' states decayed by ``exp(dA_cumsum[..., -1])``;
-4. ``cb = C B^T`` per chunk, accumulated and returned in float32 (glue, mamba's ``_bmm_chunk_fwd``);
+4. ``cb = C B^T`` per chunk, accumulated in float32 and returned in ``x``'s dtype (glue, mamba's
+   ``_bmm_chunk_fwd``, which returns float32 there: chunk_scan rounds the scores built from it to ``x``'s dtype
+   for their GEMM either way, and every head reads ``cb`` again, so half its bytes is the kernel's gain);
 5. ``out`` (``chunk_scan`` kernel), then ``D [heads, headdim]`` (the kernel takes ``D [heads]``) and
    the gate ``out * silu(z)`` when given (glue).
 """
@@ -105,7 +107,7 @@ def _check_scan(cb: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor, C: Tensor,
                 D: Optional[Tensor]) -> checks.Dims:
     op = "pt_tvm.ops.chunk_scan"
     dims = checks.Dims(op)
-    _bind(op, dims, (("cb", cb, _CB, checks.FLOAT32), ("x", x, _X, checks.HALF),
+    _bind(op, dims, (("cb", cb, _CB, (torch.float32, x.dtype)), ("x", x, _X, checks.HALF),
                      ("dt", dt, _CHUNKED, checks.FLOAT32), ("dA_cumsum", dA_cumsum, _CHUNKED, checks.FLOAT32),
                      ("C", C, _BC, checks.HALF), ("prev_states", prev_states, _STATES, checks.HALF)))
     if D is not None:
@@ -124,12 +126,12 @@ def chunk_scan(cb: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor, C: Tensor, 
     """The SSD output ``out [batch, seqlen, heads, headdim]`` in ``x``'s dtype (mamba_ssm's
     ``_chunk_scan_fwd(cb, x, dt, dA_cumsum, C, states, D)``, without ``z``).
 
-    ``cb [batch, nchunks, groups, chunk, chunk]`` float32; ``x``, ``dt``, ``dA_cumsum`` as for
+    ``cb [batch, nchunks, groups, chunk, chunk]`` float32 or ``x``'s dtype; ``x``, ``dt``, ``dA_cumsum`` as for
     :func:`chunk_state`; ``C [batch, seqlen, groups, dstate]`` and ``prev_states [batch, nchunks, heads,
     headdim, dstate]`` in ``x``'s dtype; ``D [heads]`` float32; contiguous, on one CUDA device.
     """
     dims = _check_scan(cb, x, dt, dA_cumsum, C, prev_states, D)
-    problem = {**_problem(dims, x), "has_d": D is not None}
+    problem = {**_problem(dims, x), "has_d": D is not None, "cb_dtype": str(cb.dtype).removeprefix("torch.")}
     inputs = (cb, x, dt, dA_cumsum, C, prev_states) + (() if D is None else (D,))
     return launch("chunk_scan", problem, *inputs)
 
@@ -222,20 +224,18 @@ def _state_passing(states: Tensor, dA_last: Tensor, initial_states: Optional[Ten
 
 
 def _chunk_products(C: Tensor, B: Tensor) -> Tensor:
-    """``C B^T`` of ``[..., length, dstate]`` half-precision tiles, float32: on a GPU as one batched half-precision
-    matmul that accumulates and returns float32 (``bmm``'s ``out_dtype``; exact products, as mamba_ssm's
-    ``_bmm_chunk_fwd``), elsewhere by upcasting first (a float32 matmul there: CUDA's runs without tensor cores)."""
+    """``C B^T`` of ``[..., length, dstate]`` half-precision tiles in their dtype, accumulated in float32: on a GPU
+    one batched half-precision matmul, elsewhere by upcasting first (a float32 matmul there), then rounding."""
     if not C.is_cuda:
-        return torch.matmul(C.float(), B.float().transpose(-1, -2))
+        return torch.matmul(C.float(), B.float().transpose(-1, -2)).to(C.dtype)
     *batch, length, dstate = C.shape
-    products = torch.bmm(C.reshape(-1, length, dstate), B.reshape(-1, length, dstate).transpose(-1, -2),
-                         out_dtype=torch.float32)
+    products = torch.bmm(C.reshape(-1, length, dstate), B.reshape(-1, length, dstate).transpose(-1, -2))
     return products.view(*batch, length, length)
 
 
 def _bmm_chunk(C: Tensor, B: Tensor, chunk: int) -> Tensor:
-    """``cb [batch, nchunks, groups, chunk, chunk]`` float32: ``C B^T`` within each chunk, zero past the end of a
-    partial last chunk (computed apart from the whole chunks: ``C`` and ``B`` are never padded)."""
+    """``cb [batch, nchunks, groups, chunk, chunk]`` in ``C``'s dtype: ``C B^T`` within each chunk, zero past the end
+    of a partial last chunk (computed apart from the whole chunks: ``C`` and ``B`` are never padded)."""
     batch, seqlen, groups, dstate = C.shape
     full, rest = divmod(seqlen, chunk)
 

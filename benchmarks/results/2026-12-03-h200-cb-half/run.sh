@@ -1,15 +1,15 @@
 #!/bin/bash
 # Issue 15 item 4: Mamba2's chunk_scan reading cb in the input dtype (cb_dtype) against float32 cb, the search's
 # pick of each, beside mamba-ssm's Triton kernel (benchmarks/experiments/cb_half.py), then the Mamba2 GPU tests
-# (half cb among them), on ONE H200 (nvidia-h200), one call carrying .gpu-bundle and .peers/packed, from the
-# project root:
+# and the SSD ops GPU tests (half cb among them), on ONE H200 (nvidia-h200), one call carrying .gpu-bundle and
+# .peers/packed, from the project root:
 #   bash benchmarks/results/2026-12-03-h200-cb-half/run.sh COMMIT
 set -u
 source benchmarks/gpu-env.sh && env_setup
 export PYTHONPATH=$PWD:$PYTHONPATH PT_TVM_GIT_COMMIT=$1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/gpu.txt
-timeout 380 python -m benchmarks.experiments.cb_half $OUT 2>&1 \
+timeout 360 python -m benchmarks.experiments.cb_half $OUT 2>&1 \
   | grep -v "INFO\|AutoWarpSpecialization" > $OUT/cb_half.log
 echo "rc=$? (at $1)"
-bash benchmarks/gpu-tests.sh 12 150 tests/test_mamba2.py | tail -4
+bash benchmarks/gpu-tests.sh 12 170 tests/test_mamba2.py tests/test_ops_gpu.py -k "chunk or ssd or mamba or gpu_" | tail -4
 tail -6 $OUT/cb_half.log | cut -c1-400
