@@ -458,7 +458,7 @@ def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
     prev_states = _randn((b, nchunks, p["heads"], p["headdim"], n), dtype, device, generator)
     cb = torch.einsum("bclgn,bcsgn->bcgls", _padded(C, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n),
                       _padded(B, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n))
-    cb = cb.to(getattr(torch, p["cb_dtype"])).contiguous()
+    cb = cb.to(getattr(torch, p.get("cb_dtype", _ACCUM))).contiguous()
     inputs = (cb, x, dt, dA_cumsum, C, prev_states)
     if p["has_d"]:
         inputs = (*inputs, _randn((p["heads"],), torch.float32, device, generator))
