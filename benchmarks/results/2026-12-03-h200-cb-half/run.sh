@@ -13,3 +13,5 @@ timeout 360 python -m benchmarks.experiments.cb_half $OUT 2>&1 \
 echo "rc=$? (at $1)"
 bash benchmarks/gpu-tests.sh 12 170 tests/test_mamba2.py tests/test_ops_gpu.py -k "chunk or ssd or mamba or gpu_" | tail -4
 tail -6 $OUT/cb_half.log | cut -c1-400
+# What ran (2026-12-03, eighteenth session, 724f2f6, one call, 284 s): cb_half on four configs (cb_half-724f2f6.json.gz,
+# cb_half.log), then 30 GPU tests of Mamba2 and the SSD ops: 30 passed (gpu-tests.txt.gz).
