@@ -235,7 +235,7 @@ def test_list_and_dry_run(tmp_path, capsys):
                      "gemm(777x14336 float16, 4096x14336 float16, True)"]
     mamba = rows[("mamba2-1.3b", "pt-tvm")]["kernels"]
     assert [k.split("(")[0] for k in mamba] == ["gemm", "chunk_state", "chunk_scan", "gemm"]
-    assert mamba[0] == "gemm(777x2048 float16, 8512x2048 float16, True)" and "1x4x1x256x256 float32" in mamba[2]
+    assert mamba[0] == "gemm(777x2048 float16, 8512x2048 float16, True)" and "1x4x1x256x256 float16" in mamba[2]
     assert bench_cli.main(["report", out, "--out-dir", str(tmp_path / "rep")]) == 0
     assert "**dry run**" in open(tmp_path / "rep" / "table.md").read()
 
