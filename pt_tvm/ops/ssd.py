@@ -107,12 +107,15 @@ def _check_scan(cb: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor, C: Tensor,
                 D: Optional[Tensor]) -> checks.Dims:
     op = "pt_tvm.ops.chunk_scan"
     dims = checks.Dims(op)
-    _bind(op, dims, (("cb", cb, _CB, (torch.float32, x.dtype)), ("x", x, _X, checks.HALF),
+    _bind(op, dims, (("cb", cb, _CB, checks.FLOATS), ("x", x, _X, checks.HALF),
                      ("dt", dt, _CHUNKED, checks.FLOAT32), ("dA_cumsum", dA_cumsum, _CHUNKED, checks.FLOAT32),
                      ("C", C, _BC, checks.HALF), ("prev_states", prev_states, _STATES, checks.HALF)))
     if D is not None:
         _bind(op, dims, (("D", D, ("heads",), checks.FLOAT32),))
     _same_dtype(op, "x", {"x": x, "C": C, "prev_states": prev_states})
+    if cb.dtype not in (torch.float32, x.dtype):
+        raise ArgumentTypeError(f"{op}: argument 'cb' is {cb.dtype}: it must be torch.float32 (mamba's) or x's "
+                                f"dtype {x.dtype}")
     _check_chunks(op, dims, "x")
     checks.kernel_device(op, "x", x)
     checks.same_device(op, {"x": x, "cb": cb, "dt": dt, "dA_cumsum": dA_cumsum, "C": C, "prev_states": prev_states,
