@@ -271,6 +271,7 @@ def _check_ws_structure(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -
         if len(stages) > 1:
             out.append(Violation("stage", f"readers of pipeline {p.name} sit at different stages {sorted(stages)}"))
     out += _check_warp_split(plan, graph, vdev)
+    out += _check_fragment_split(plan, graph)
     return out
 
 
@@ -293,6 +294,27 @@ def _check_warp_split(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> 
         if m % 64 or split < wgs or split % wgs or (wgs == 3 and not full_row):
             out.append(Violation("threads", f"{t.id}: a {m}x{n} gemm tile cannot be split over {wgs} consumer "
                                  f"warpgroups (wgmma takes 64 rows per warpgroup)"))
+    return out
+
+
+def _check_fragment_split(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """In a kernel of no gemm (whose accumulators' layouts the fragments would follow), a fragment a role's
+    ``T.Parallel`` nest writes is laid out over that role's threads, the same number of elements each: TileLang's
+    layout inference finds no layout otherwise (the causal conv1d's 128 x 64 tile over three consumer warpgroups'
+    384 threads: "no available layout found")."""
+    out = []
+    if any(t.op == OpKind.GEMM for t in graph.stasks):
+        return out
+    for a in plan.appends:
+        t = graph.stask(a.stask)
+        if t.op != OpKind.ELEMENTWISE:
+            continue
+        threads = plan.role(a.role).warps * 32
+        for name in t.write_buffers():
+            b = graph.buffers[name]
+            if b.scope == "fragment" and b.nbytes and math.prod(b.shape) % threads:
+                out.append(Violation("threads", f"{t.id}: fragment {name} {'x'.join(map(str, b.shape))} cannot be "
+                                     f"split evenly over role {a.role}'s {threads} threads"))
     return out
 
 

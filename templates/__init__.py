@@ -1,7 +1,7 @@
 """TileLang kernel templates, each with its PyTorch reference (see :class:`Template`)."""
 from __future__ import annotations
 
-from . import decode_attention, flash_attention, gemm, mamba2
+from . import conv1d, decode_attention, flash_attention, gemm, mamba2
 from .base import Template, TemplateError
 
 __all__ = ["Template", "TemplateError", "get", "names"]
@@ -11,7 +11,8 @@ _REGISTRY: dict[str, Template] = {t.name: t for t in (gemm.GEMM, gemm.GEMM_ROWSU
                                                       flash_attention.FLASH_ATTENTION_QKV,
                                                       flash_attention.FLASH_ATTENTION_VARLEN,
                                                       mamba2.CHUNK_STATE, mamba2.CHUNK_SCAN,
-                                                      decode_attention.DECODE_ATTENTION)}
+                                                      decode_attention.DECODE_ATTENTION,
+                                                      conv1d.CAUSAL_CONV1D)}
 
 
 def names() -> list[str]:

@@ -234,8 +234,9 @@ def test_list_and_dry_run(tmp_path, capsys):
                      "gemm_swiglu(777x4096 float16, 28672x4096 float16)",
                      "gemm(777x14336 float16, 4096x14336 float16, True)"]
     mamba = rows[("mamba2-1.3b", "pt-tvm")]["kernels"]
-    assert [k.split("(")[0] for k in mamba] == ["gemm", "chunk_state", "chunk_scan", "gemm"]
-    assert mamba[0] == "gemm(777x2048 float16, 8512x2048 float16, True)" and "1x4x1x256x256 float16" in mamba[2]
+    assert [k.split("(")[0] for k in mamba] == ["gemm", "causal_conv1d", "chunk_state", "chunk_scan", "gemm"]
+    assert mamba[0] == "gemm(777x2048 float16, 8512x2048 float16, True)" and "1x4x1x256x256 float16" in mamba[3]
+    assert mamba[1].startswith("causal_conv1d(1x4352x777 float16, 4352x4 float16, 4352 float16")
     assert bench_cli.main(["report", out, "--out-dir", str(tmp_path / "rep")]) == 0
     assert "**dry run**" in open(tmp_path / "rep" / "table.md").read()
 

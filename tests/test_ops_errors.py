@@ -206,6 +206,21 @@ CASES = [
     ("qkv-3d", lambda: ops.attention_qkv(e(200, 6, 64), 1), ValueError, "argument 'qkv' must have 4 dims"),
     ("qkv-scale", lambda: ops.attention_qkv(e(2, 100, 6, 64), 1, softmax_scale=-1.0), ValueError,
      "argument 'softmax_scale' must be a positive finite number"),
+    ("conv-x-float32", lambda: ops.causal_conv1d(e(2, 64, 100, dtype=F32), e(64, 4)), TypeError,
+     "argument 'x' must be float16 or bfloat16, got torch.float32"),
+    ("conv-weight-dtype", lambda: ops.causal_conv1d(e(2, 64, 100), e(64, 4, dtype=BF16)), TypeError,
+     "argument 'weight' must be float16, got torch.bfloat16"),
+    ("conv-weight-dim", lambda: ops.causal_conv1d(e(2, 64, 100), e(32, 4)), ValueError,
+     r"argument 'weight' has dim=32 \(dim 0 of \[dim, width\]\), but 'x' has dim=64"),
+    ("conv-weight-3d", lambda: ops.causal_conv1d(e(2, 64, 100), e(64, 1, 4)), ValueError,
+     r"argument 'weight' must have 2 dims \[dim, width\]"),
+    ("conv-bias-size", lambda: ops.causal_conv1d(e(2, 64, 100), e(64, 4), e(65)), ValueError,
+     r"argument 'bias' has dim=65"),
+    ("conv-activation", lambda: ops.causal_conv1d(e(2, 64, 100), e(64, 4), activation="relu"), ValueError,
+     "argument 'activation' must be None, 'silu' or 'swish', got 'relu'"),
+    ("conv-channels", lambda: ops.causal_conv1d(e(2, 60, 100), e(60, 4)), ValueError,
+     "dim=60 channels: the kernel takes a multiple of 8"),
+    ("conv-cpu", lambda: ops.causal_conv1d(e(2, 64, 100), e(64, 4)), ValueError, "argument 'x' is on cpu"),
 ]
 
 

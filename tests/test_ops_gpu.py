@@ -260,6 +260,34 @@ def _check_attention_layer(gen, batch, seqlen, heads, kv_heads, head_dim, dtype,
           dtype, "attention_qkv" + what)
 
 
+# ---------------------------------------------------------------- Mamba's causal conv1d
+def conv_reference(x, weight, bias, activation):
+    """Float32 causal depthwise conv1d of ``x [batch, dim, seqlen]`` (``F.conv1d``, width - 1 zeros before)."""
+    y = F.conv1d(x.float(), weight.float()[:, None], None if bias is None else bias.float(),
+                 padding=weight.shape[1] - 1, groups=weight.shape[0])[..., :x.shape[2]]
+    return F.silu(y) if activation else y
+
+
+@pytest.mark.parametrize("batch, seqlen, dim, width, dtype, activation, layout", [
+    (2, 777, 4352, 4, F16, "silu", "columns"),  # x B C of Mamba2-1.3B's in-projection, read as they lie; ragged
+    (1, 4096, 256, 4, BF16, "silu", "rows"),
+    (3, 100, 64, 2, F16, None, "channels-first"),  # copied once into rows
+    (2, 64, 136, 3, BF16, "swish", "rows"),
+])
+def test_causal_conv1d(gen, batch, seqlen, dim, width, dtype, activation, layout):
+    if layout == "columns":
+        x = randn(gen, batch, seqlen, dim + 4160, dtype=dtype)[..., 4096:4096 + dim].transpose(1, 2)
+    elif layout == "rows":
+        x = randn(gen, batch, seqlen, dim, dtype=dtype).transpose(1, 2)
+    else:
+        x = randn(gen, batch, dim, seqlen, dtype=dtype)
+    weight, bias = randn(gen, dim, width, dtype=dtype, scale=0.5), randn(gen, dim, dtype=dtype, scale=0.5)
+    out = ops.causal_conv1d(x, weight, bias if width != 2 else None, activation=activation)
+    assert out.shape == x.shape and out.transpose(1, 2).is_contiguous()
+    close(out, conv_reference(x, weight, bias if width != 2 else None, activation), dtype,
+          f"causal_conv1d {layout} {batch}x{seqlen}x{dim}")
+
+
 # ---------------------------------------------------------------- Mamba2 SSD
 SSD = {"batch": 2, "seqlen": 512, "heads": 8, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 2}
 

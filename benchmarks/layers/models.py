@@ -94,6 +94,13 @@ def swiglu(x: Tensor, weight: Tensor) -> Tensor:
     return F.silu(gate) * up
 
 
+def causal_conv1d_silu(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """Mamba's causal depthwise conv1d and SiLU over ``x [batch, seqlen, channels]`` (``weight [channels, 1,
+    width]``), as HF transformers' PyTorch path writes it: ``nn.Conv1d`` over the transpose, cut to the length."""
+    y = F.conv1d(x.transpose(1, 2), weight, bias, padding=weight.shape[-1] - 1, groups=weight.shape[0])
+    return F.silu(y[..., :x.shape[1]]).transpose(1, 2)
+
+
 @dataclass(frozen=True)
 class Ops:
     """Which implementation a layer calls for each heavy op (one set per system)."""
@@ -107,6 +114,7 @@ class Ops:
     # (x, fused QKV weight, cos, sin, kv_heads) -> causal attention's output [batch, seqlen, heads, head_dim]: the
     # projection, RoPE and attention as one set's kernels fuse them; None: ``linear``, :func:`rope`, ``attention``
     rope_attention: Callable[[Tensor, Tensor, Tensor, Tensor, int], Tensor] | None = None
+    conv: Callable[[Tensor, Tensor, Tensor], Tensor] = causal_conv1d_silu  # (x, weight, bias) -> silu(conv)
 
 
 # ---------------------------------------------------------------- plain PyTorch
@@ -320,8 +328,7 @@ class Mamba2Block(nn.Module):
         s, ops = self.shape, self.ops
         b, n, _ = u.shape
         z, xBC, dt = ops.linear(u, self.in_proj).split([s.d_inner, s.conv_dim, s.nheads], dim=-1)
-        xBC = F.conv1d(xBC.transpose(1, 2), self.conv_weight, self.conv_bias, padding=s.d_conv - 1, groups=s.conv_dim)
-        xBC = F.silu(xBC[..., :n]).transpose(1, 2)
+        xBC = ops.conv(xBC, self.conv_weight, self.conv_bias)
         x, B, C = xBC.split([s.d_inner, s.ngroups * s.d_state, s.ngroups * s.d_state], dim=-1)
         A = -torch.exp(self.A_log.to(accumulator(u.dtype)))
         y = ops.ssd(x.reshape(b, n, s.nheads, s.headdim), dt, A, B.reshape(b, n, s.ngroups, s.d_state),

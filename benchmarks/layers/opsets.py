@@ -5,7 +5,8 @@ Each set calls its library as that library's user would, adapting only what the 
 copied for them; its linear and attention read them as they lie).
 pt-tvm's set fuses the QKV projection with RoPE in one kernel whose output its attention reads as it lies.
 What a library does not offer stays plain PyTorch (:mod:`benchmarks.layers.models`): pt-tvm has no norm
-kernel, mamba-ssm no attention; the conv1d is PyTorch's in every set (mamba-ssm's fused conv path needs the
+kernel, mamba-ssm no attention. pt-tvm's set runs Mamba's causal conv1d on its own kernel
+(``pt_tvm.ops.causal_conv1d``); mamba-ssm's set keeps PyTorch's (mamba-ssm's fused conv path needs the
 causal-conv1d CUDA extension, which ``benchmarks/fetch_mamba_ssm.sh`` does not build).
 """
 from __future__ import annotations
@@ -41,7 +42,11 @@ def _rope_attention(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_head
     return pt_ops.attention_qkv(pt_ops.qkv_rope(x.contiguous(), weight, cos, sin, kv_heads), kv_heads, causal=True)
 
 
-PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm, _swiglu, _rope_attention)
+def _conv(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    return pt_ops.causal_conv1d(x.transpose(1, 2), weight.squeeze(1), bias, activation="silu").transpose(1, 2)
+
+
+PT_TVM = Ops("pt-tvm", _linear, _attention, _ssd, gated_rms_norm, _swiglu, _rope_attention, _conv)
 
 
 def mamba_ssm() -> Ops:

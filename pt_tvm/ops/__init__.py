@@ -5,9 +5,9 @@ Ops: :func:`attention` (``flash_attn_func`` conventions), :func:`decode_attentio
 cache, one plan per shape bucket), :func:`matmul`, :func:`linear`, :func:`swiglu` (a gated MLP's gate/up
 projection and SiLU gating in one kernel), :func:`qkv_rope` and :func:`attention_qkv` (an attention layer's
 fused QKV projection with its rotary embedding in one kernel, and attention reading its output as it lies),
-Mamba2's :func:`chunk_state`, :func:`chunk_scan` and the whole SSD forward :func:`ssd_chunk_scan`
-(``mamba_chunk_scan_combined`` conventions), plus the kernel ops ``torch.ops.pt_tvm.gemm`` and
-``torch.ops.pt_tvm.gemm_swiglu``. Each has a fake (meta) implementation for
+Mamba's :func:`causal_conv1d` (``causal_conv1d_fn`` conventions), Mamba2's :func:`chunk_state`, :func:`chunk_scan`
+and the whole SSD forward :func:`ssd_chunk_scan` (``mamba_chunk_scan_combined`` conventions), plus the kernel
+ops ``torch.ops.pt_tvm.gemm`` and ``torch.ops.pt_tvm.gemm_swiglu``. Each has a fake (meta) implementation for
 tracing. The first call of a new shape finds its plan in the plan cache, else searches it with the cost model
 (or, after ``configure(tune=True)`` or with ``PT_TVM_TUNE=1``, measures the best few on the GPU), compiles it and
 logs the choice on logger ``pt_tvm.ops``; later calls of the shape reuse the compiled kernel (see
@@ -31,11 +31,12 @@ Example::
     model = torch.compile(Block().cuda().half(), fullgraph=True)
 """
 from .attention import attention, attention_qkv
+from .conv import causal_conv1d
 from .decode import decode_attention
 from .gemm import gemm, gemm_swiglu, linear, matmul, qkv_rope, swiglu
 from .kernels import Config, KernelStore, configure, current, using
 from .ssd import chunk_scan, chunk_state, ssd_chunk_scan
 
 __all__ = ["attention", "attention_qkv", "decode_attention", "matmul", "linear", "swiglu", "qkv_rope", "gemm",
-           "gemm_swiglu", "chunk_state", "chunk_scan", "ssd_chunk_scan", "Config", "KernelStore", "configure",
-           "current", "using"]
+           "gemm_swiglu", "causal_conv1d", "chunk_state", "chunk_scan", "ssd_chunk_scan", "Config", "KernelStore",
+           "configure", "current", "using"]

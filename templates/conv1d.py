@@ -1,0 +1,143 @@
+"""Causal depthwise conv1d (+ SiLU): the convolution of Mamba's mixer over its ``x B C`` channels.
+
+``y[b, t, d] = act(bias[d] + sum_k weight[d, k] * x[b, t - (width - 1) + k, d])`` with ``x`` zero before the
+sequence's start, as mamba's ``causal_conv1d_fn`` computes it (and ``F.conv1d(..., padding=width - 1,
+groups=channels)[..., :seqlen]``). Tokens lead, channels are contiguous (``[batch, seqlen, channels]``, how a
+model's projection leaves them): a block takes ``block_D`` channels of one sequence and walks ``block_S`` of its
+tokens in ``block_L``-token steps, each step loading its tokens and the ``width - 1`` before them (TMA zero-fills
+the rows before 0 and past the end; the store is clipped there). ``x`` may be a view of a wider tensor
+(``x_stride``: the elements between tokens; the channels of one fused in-projection, read as they lie).
+
+I/O contract: ``x [batch, seqlen, channels]`` dtype (token stride ``x_stride``), ``weight [channels, width]``
+dtype, ``bias [channels]`` dtype; ``y [batch, seqlen, channels]`` dtype (packed). Arithmetic in float32.
+"""
+# No ``from __future__ import annotations``: T.prim_func evaluates the
+# parameter annotations against the builder's locals (shapes, dtype).
+from typing import Any, Mapping
+
+import tilelang.language as T
+import torch
+import torch.nn.functional as F
+
+from .base import Template, TemplateError, operand, priced, size
+
+__all__ = ["CAUSAL_CONV1D"]
+
+_DTYPES = ("float16", "bfloat16")
+_ACCUM = "float32"
+_ACTIVATIONS = ("silu", "none")
+
+
+def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtype: str, activation: str,
+                        x_stride: int, dynamic_seqlen: bool, block_L: int, block_D: int, block_S: int,
+                        threads: int, num_stages: int):
+    """The kernel: grid ``(ceil(channels / block_D), ceil(seqlen / block_S), batch)``, a pipelined loop of
+    ``block_S / block_L`` steps; ``dynamic_seqlen``: one kernel for every length, priced at ``seqlen``."""
+    L = size("seqlen", seqlen, dynamic_seqlen)
+    halo = width - 1
+    strides = (L * x_stride, x_stride, 1) if x_stride != channels else ()
+    steps = block_S // block_L
+    silu = activation == "silu"
+
+    @T.prim_func
+    def causal_conv1d(
+        x: operand((batch, L, channels), dtype, strides),
+        weight: T.Tensor((channels, width), dtype),
+        bias: T.Tensor((channels,), dtype),
+        y: T.Tensor((batch, L, channels), dtype),
+    ):
+        with T.Kernel(T.ceildiv(channels, block_D), T.ceildiv(L, block_S), batch, threads=threads) as (bx, by, bz):
+            w_shared = T.alloc_shared((width, block_D), _ACCUM)
+            b_shared = T.alloc_shared((block_D,), _ACCUM)
+            x_shared = T.alloc_shared((block_L + halo, block_D), dtype)
+            acc = T.alloc_fragment((block_L, block_D), _ACCUM)
+            y_local = T.alloc_fragment((block_L, block_D), dtype)
+            for k, j in T.Parallel(width, block_D):
+                w_shared[k, j] = T.Cast(_ACCUM, weight[T.min(bx * block_D + j, channels - 1), k])
+            for j in T.Parallel(block_D):
+                b_shared[j] = T.Cast(_ACCUM, bias[T.min(bx * block_D + j, channels - 1)])
+            for s in T.Pipelined(steps, num_stages=num_stages):
+                T.copy(x[bz, by * block_S + s * block_L - halo:by * block_S + (s + 1) * block_L,
+                         bx * block_D:(bx + 1) * block_D], x_shared)
+                for i, j in T.Parallel(block_L, block_D):
+                    acc[i, j] = b_shared[j]
+                    for k in range(width):  # unrolled: one multiply-add a tap
+                        acc[i, j] += w_shared[k, j] * T.Cast(_ACCUM, x_shared[i + k, j])
+                for i, j in T.Parallel(block_L, block_D):
+                    y_local[i, j] = T.Cast(dtype, acc[i, j] / (1.0 + T.exp(-acc[i, j])) if silu else acc[i, j])
+                T.copy(y_local, y[bz, by * block_S + s * block_L:by * block_S + (s + 1) * block_L,
+                                  bx * block_D:(bx + 1) * block_D])
+
+    return priced(causal_conv1d, {"seqlen": seqlen} if dynamic_seqlen else {})
+
+
+def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
+    """Reject what the kernel cannot compute, naming the parameter."""
+    p = problem
+    for key in ("batch", "seqlen", "channels", "width"):
+        if not isinstance(p[key], int) or p[key] < 1:
+            raise TemplateError(f"causal_conv1d: parameter {key!r} must be a positive int, got {p[key]!r}")
+    if p["dtype"] not in _DTYPES:
+        raise TemplateError(f"causal_conv1d: parameter 'dtype'={p['dtype']!r} is not supported "
+                            f"(supported: {', '.join(_DTYPES)})")
+    if p["activation"] not in _ACTIVATIONS:
+        raise TemplateError(f"causal_conv1d: parameter 'activation'={p['activation']!r} is not supported "
+                            f"(supported: {', '.join(_ACTIVATIONS)})")
+    if p["x_stride"] < p["channels"] or p["x_stride"] % 8:
+        raise TemplateError(f"causal_conv1d: parameter 'x_stride'={p['x_stride']} must be at least channels="
+                            f"{p['channels']} and a multiple of 8 (TMA addresses rows 16 bytes apart)")
+    if p["channels"] % 8:
+        raise TemplateError(f"causal_conv1d: parameter 'channels'={p['channels']} must be a multiple of 8 (the "
+                            f"rows of y start on 16-byte boundaries)")
+    if tile["block_S"] % tile["block_L"]:
+        raise TemplateError(f"causal_conv1d: parameter 'block_S'={tile['block_S']} must be a multiple of "
+                            f"block_L={tile['block_L']}")
+    if p["width"] > tile["block_L"]:
+        raise TemplateError(f"causal_conv1d: parameter 'width'={p['width']} exceeds block_L={tile['block_L']}")
+
+
+def _reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, **problem: Any) -> torch.Tensor:
+    """The float32 result through ``F.conv1d`` (padding ``width - 1`` on the left)."""
+    n, width = x.shape[1], weight.shape[1]
+    y = F.conv1d(x.float().transpose(1, 2), weight.float()[:, None], bias.float(), padding=width - 1,
+                 groups=weight.shape[0])[..., :n].transpose(1, 2)
+    return F.silu(y) if problem.get("activation", "silu") == "silu" else y
+
+
+def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None = None) -> tuple:
+    """``x`` (a view of a wider tensor where ``x_stride`` says so), ``weight`` and ``bias``, uniform as
+    ``nn.Conv1d`` initializes them."""
+    p = problem
+    dtype = getattr(torch, p["dtype"])
+    kw = {"device": device, "generator": generator}
+    wide = torch.randn(p["batch"], p["seqlen"], p["x_stride"], **kw).to(dtype)
+    bound = p["width"] ** -0.5
+    weight = ((torch.rand(p["channels"], p["width"], **kw) * 2 - 1) * bound).to(dtype)
+    bias = ((torch.rand(p["channels"], **kw) * 2 - 1) * bound).to(dtype)
+    return wide[..., :p["channels"]], weight, bias
+
+
+def _flops(problem: Mapping[str, Any]) -> float:
+    """Two per tap per output element (the activation not counted)."""
+    p = problem
+    return 2.0 * p["batch"] * p["seqlen"] * p["channels"] * p["width"]
+
+
+# Mamba2-1.3B: the conv's channels are x (4096), B and C (128 each), its width 4; x B C a slice of the
+# in-projection's 8512 columns.
+CAUSAL_CONV1D = Template(
+    name="causal_conv1d",
+    builder=build_causal_conv1d,
+    reference=_reference,
+    problem={"batch": 1, "seqlen": 4096, "channels": 4352, "width": 4, "dtype": "float16", "activation": "silu",
+             "x_stride": 4352, "dynamic_seqlen": False},
+    tile={"block_L": 64, "block_D": 128, "block_S": 512, "threads": 128},
+    tile_space={"block_L": (32, 64, 128), "block_D": (64, 128, 256), "block_S": (256, 512, 1024, 2048),
+                "threads": (128, 256)},
+    make_inputs=_make_inputs,
+    flops=_flops,
+    out_idx=(3,),
+    check=_check,
+    doc="Causal depthwise conv1d + SiLU over [batch, seqlen, channels] (= causal_conv1d_fn(x.transpose(1, 2), "
+        "weight, bias, activation='silu').transpose(1, 2)).",
+)
