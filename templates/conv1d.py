@@ -83,12 +83,16 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if p["activation"] not in _ACTIVATIONS:
         raise TemplateError(f"causal_conv1d: parameter 'activation'={p['activation']!r} is not supported "
                             f"(supported: {', '.join(_ACTIVATIONS)})")
-    if p["x_stride"] < p["channels"] or p["x_stride"] % 8:
-        raise TemplateError(f"causal_conv1d: parameter 'x_stride'={p['x_stride']} must be at least channels="
-                            f"{p['channels']} and a multiple of 8 (TMA addresses rows 16 bytes apart)")
     if p["channels"] % 8:
         raise TemplateError(f"causal_conv1d: parameter 'channels'={p['channels']} must be a multiple of 8 (the "
                             f"rows of y start on 16-byte boundaries)")
+    if p["x_stride"] < p["channels"] or p["x_stride"] % 8:
+        raise TemplateError(f"causal_conv1d: parameter 'x_stride'={p['x_stride']} must be at least channels="
+                            f"{p['channels']} and a multiple of 8 (TMA addresses rows 16 bytes apart)")
+    if p["dynamic_seqlen"] and p["x_stride"] != p["channels"]:
+        raise TemplateError("causal_conv1d: parameter 'x_stride' must equal channels with dynamic_seqlen (a kernel "
+                            "of symbolic length takes packed rows: TileLang 0.1.15 loads a view of symbolic strides "
+                            "an element at a time)")
     if tile["block_S"] % tile["block_L"]:
         raise TemplateError(f"causal_conv1d: parameter 'block_S'={tile['block_S']} must be a multiple of "
                             f"block_L={tile['block_L']}")
@@ -100,7 +104,7 @@ def _reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, **prob
     """The float32 result through ``F.conv1d`` (padding ``width - 1`` on the left)."""
     n, width = x.shape[1], weight.shape[1]
     y = F.conv1d(x.float().transpose(1, 2), weight.float()[:, None], bias.float(), padding=width - 1,
-                 groups=weight.shape[0])[..., :n].transpose(1, 2)
+                 groups=weight.shape[0])[..., :n].transpose(1, 2).contiguous()
     return F.silu(y) if problem.get("activation", "silu") == "silu" else y
 
 

@@ -31,7 +31,7 @@ def randn(*shape, dtype=F16, device="cpu", seed=0):
 # ---------------------------------------------------------------- registration and shapes
 def test_ops_are_registered_under_pt_tvm():
     for name in ("attention", "attention_qkv", "decode_attention", "gemm", "matmul", "linear", "qkv_rope",
-                 "chunk_state", "chunk_scan", "ssd_chunk_scan"):
+                 "causal_conv1d", "chunk_state", "chunk_scan", "ssd_chunk_scan"):
         packet = getattr(torch.ops.pt_tvm, name)
         assert packet.default._schema.name == f"pt_tvm::{name}"
     assert "bool causal=False" in str(torch.ops.pt_tvm.attention.default._schema)

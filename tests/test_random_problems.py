@@ -86,9 +86,18 @@ def _scan(r: random.Random) -> dict:
     return {**_ssd(r), "has_d": r.random() < 0.7}
 
 
+def _conv(r: random.Random) -> dict:
+    channels, dynamic = r.randint(1, 80) * 8, r.random() < 0.2
+    return dict(batch=r.randint(1, 3), seqlen=r.randint(1, 3000), channels=channels, width=r.randint(2, 4),
+                dtype=r.choice(("float16", "bfloat16")), activation=r.choice(("silu", "none")),
+                x_stride=channels + (0 if dynamic or r.random() < 0.5 else 8 * r.randint(1, 64)),
+                dynamic_seqlen=dynamic)
+
+
 DRAWS = {"flash_attention": _attention, "flash_attention_varlen": _varlen, "flash_attention_qkv": _qkv,
          "decode_attention": _decode, "gemm": _gemm, "gemm_rowsum": _rowsum, "gemm_swiglu": _swiglu,
-         "gemm_rope": _rope, "chunk_scan": _scan, "chunk_state": _ssd}
+         "gemm_rope": _rope, "chunk_scan": _scan, "chunk_state": _ssd,
+         "causal_conv1d": _conv}
 # the GPU test's seeds: 1-6, or PT_TVM_RANDOM_SEEDS=FIRST:END for a longer sweep
 SEEDS = range(*map(int, os.environ.get("PT_TVM_RANDOM_SEEDS", "1:7").split(":")))
 

@@ -1,0 +1,135 @@
+"""The causal_conv1d template and op on a CPU: its reference against the definition, the sTask-graph (a TMA load of
+each step's tokens and the width - 1 before them, arithmetic, SiLU on the SFU, the store), the search's pick
+verified and priced no faster than DRAM, plans TileLang cannot lay out rejected, the halo and the clipped store in
+the emitted CUDA, bad problems refused by name, and the op's dispatch on views and on channel-first input."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pt_tvm
+import pt_tvm.ops as ops
+from pt_tvm import compiler, hw
+from pt_tvm.graph import OpKind, Placement
+from pt_tvm.measure import REL_TOL, rel_err
+from pt_tvm.ops import checks, kernels
+from pt_tvm.space import Priority, warp_specialized
+from pt_tvm.templates import TemplateError, get
+from pt_tvm.verify import violations
+
+H200 = hw.get("h200")
+LAYER = {"batch": 16, "seqlen": 4096, "channels": 4352, "width": 4, "x_stride": 8512}  # Mamba2-1.3B's x B C
+
+
+def _definition(x, weight, bias, silu):
+    """``y[b, t, d] = act(bias[d] + sum_k weight[d, k] x[b, t - width + 1 + k, d])``, written out."""
+    width = weight.shape[1]
+    padded = F.pad(x.double(), (0, 0, width - 1, 0))
+    y = bias.double() + sum(weight[:, k].double() * padded[:, k:k + x.shape[1]] for k in range(width))
+    return F.silu(y) if silu else y
+
+
+@pytest.mark.parametrize("activation", ["silu", "none"])
+def test_reference_is_the_definition(activation):
+    t = get("causal_conv1d")
+    problem, _ = t.resolve(batch=2, seqlen=37, channels=24, width=3, x_stride=40, activation=activation)
+    x, weight, bias = t.make_inputs(problem, "cpu", torch.Generator().manual_seed(0))
+    assert x.shape == (2, 37, 24) and x.stride() == (37 * 40, 40, 1)
+    ref = t.reference(x, weight, bias, **problem)
+    assert rel_err(ref.double(), _definition(x, weight, bias, activation == "silu")) < 1e-6
+
+
+def test_graph_loads_each_step_with_its_halo_by_tma():
+    graph = pt_tvm.extract(get("causal_conv1d").build(**LAYER, block_L=64, block_D=128, block_S=512), "h200")
+    assert graph.loop.trip_count == 512 // 64
+    (load,) = [t for t in graph.placed(Placement.LOOP) if t.op == OpKind.COPY and t.reads[0].scope == "global"]
+    assert load.tile_shape == (64 + 3, 128) and load.seu.value == "tma"
+    (store,) = [t for t in graph.placed(Placement.LOOP) if t.op == OpKind.COPY and t.writes[0].scope == "global"]
+    assert store.tile_shape == (64, 128)
+    assert any(t.sfu_ops for t in graph.placed(Placement.LOOP))  # SiLU's exp
+
+
+def test_search_picks_a_verified_plan_priced_no_faster_than_dram():
+    result, problem, build = compiler.schedule_template("causal_conv1d", H200, params=LAYER)
+    best = result.best
+    assert not violations(best.plan, best.graph, H200)
+    moved = 2 * 16 * 4096 * 4352 * 2  # x read once (the halo's rows again from L2), y written once
+    assert best.estimate.dram_bytes >= moved and best.seconds >= moved / H200.dram_bandwidth
+    assert all(c.seconds >= c.estimate.dram_seconds for c in result.ranked)
+
+
+def test_fragments_a_role_cannot_split_evenly_are_rejected():
+    """Three consumer warpgroups (384 threads) cannot share a 128 x 64 fragment evenly: TileLang's layout
+    inference fails ("no available layout found"), so verify refuses the plan; two (256) can."""
+    graph = pt_tvm.extract(get("causal_conv1d").build(**LAYER, block_L=128, block_D=64, block_S=512), "h200")
+    kw = {"depth": 2, "pipeline_stage": {}, "priority": Priority.PROGRAM}
+    three = violations(warp_specialized(graph, H200, consumer_wgs=3, **kw), graph, H200)
+    assert any("cannot be split evenly over role consumer's 384 threads" in v.message for v in three)
+    two = violations(warp_specialized(graph, H200, consumer_wgs=2, **kw), graph, H200)
+    assert not any("split evenly" in v.message for v in two)
+
+
+def test_emitted_cuda_loads_the_halo_and_clips_the_store():
+    """At a ragged 777 tokens: the TMA box starts width - 1 = 3 rows before the step (rows before 0 and past the
+    end are TMA's zeros), and the store is guarded by the length."""
+    result, problem, build = compiler.schedule_template("causal_conv1d", H200, params={**LAYER, "batch": 1,
+                                                                                       "seqlen": 777})
+    src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
+    assert "tma_load(x_desc" in src and "- 3)" in src
+    # the row guard (offset by the consumer warps' first thread row: threadIdx.x from 128 adds 2 rows of 64)
+    assert re.search(r"if \(.*threadIdx.x.* < 7\d\d\) \{\s*y\[", src)
+
+
+@pytest.mark.parametrize("params, key", [
+    ({"channels": 60, "x_stride": 60}, "channels"),
+    ({"x_stride": 4000}, "x_stride"),
+    ({"x_stride": 4356}, "x_stride"),
+    ({"activation": "relu"}, "activation"),
+    ({"dtype": "float32"}, "dtype"),
+    ({"seqlen": 0}, "seqlen"),
+    ({"dynamic_seqlen": True, "x_stride": 8512}, "x_stride"),
+    ({"block_L": 64, "block_S": 32}, "block_S"),
+])
+def test_bad_problems_are_refused_by_name(params, key):
+    with pytest.raises(TemplateError, match=f"'{key}'"):
+        get("causal_conv1d").resolve(**{**LAYER, **params})
+
+
+@pytest.fixture
+def reference_dispatch(monkeypatch, tmp_path):
+    """The op on CPU tensors: the real search, the compile step replaced by the template's reference."""
+    def compile_kernel(template, problem, func, vdev):
+        return lambda *inputs: template.reference(*inputs, **problem).to(getattr(torch, problem["dtype"]))
+
+    monkeypatch.setattr(checks, "KERNEL_DEVICE_TYPES", ("cuda", "meta", "cpu"))
+    monkeypatch.setattr(kernels, "chip_of", lambda device: H200)
+    monkeypatch.setattr(kernels, "compile_kernel", compile_kernel)
+    with kernels.using(ops.KernelStore(ops.Config(cache_dir=str(tmp_path)))) as store:
+        yield store
+
+
+def test_the_op_reads_projection_columns_as_they_lie_and_copies_channel_first_input(reference_dispatch):
+    g = torch.Generator().manual_seed(1)
+    wide = torch.randn(2, 300, 96, generator=g).half()
+    weight, bias = (torch.randn(32, 4, generator=g) * 0.5).half(), (torch.randn(32, generator=g) * 0.5).half()
+    xs = {"columns": wide[..., 40:72].transpose(1, 2), "channel-first": torch.randn(2, 32, 300, generator=g).half()}
+    for layout, x in xs.items():
+        out = ops.causal_conv1d(x, weight, bias, activation="silu")
+        assert out.shape == (2, 32, 300) and out.transpose(1, 2).is_contiguous(), layout
+        ref = _definition(x.transpose(1, 2), weight, bias, True).transpose(1, 2)
+        assert rel_err(out.double(), ref) < REL_TOL["float16"], layout
+    problems = [dict(p) for _, p, _ in reference_dispatch._kernels]
+    assert sorted(p["x_stride"] for p in problems) == [32, 96]  # the view at its row stride; the copy packed
+
+
+def test_the_op_under_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        x = mode.from_tensor(torch.empty(2, 300, 64, dtype=torch.bfloat16, device="meta")).transpose(1, 2)
+        w = mode.from_tensor(torch.empty(64, 4, dtype=torch.bfloat16, device="meta"))
+        out = ops.causal_conv1d(x, w, None, activation=None)
+        assert out.shape == (2, 64, 300) and out.stride() == (300 * 64, 1, 64) and out.dtype == torch.bfloat16
