@@ -12,3 +12,8 @@ timeout 300 python -m benchmarks.experiments.conv1d $OUT 2>&1 | grep -v "INFO\|A
 echo "rc=$? (at $1)"
 bash benchmarks/gpu-tests.sh 8 150 tests/test_ops_gpu.py tests/test_layers_suite.py -k "conv1d or ssd or layer" | tail -4
 tail -6 $OUT/conv1d.log | cut -c1-600
+# What ran (2026-12-03, nineteenth session, 6b33a04, one call, 306 s): conv1d on four configs (conv1d-6b33a04.json.gz,
+# conv1d.log), its inputs slices of columns 4096-8447 of fresh 8512-column tensors and the copy on one input set;
+# then 8 of 10 GPU tests passed (gpu-tests.txt.gz: the op's four, the SSD op's, the Mamba2 layer's with the conv on
+# pt-tvm's kernel), 2 not reached in 150 s. After the run conv1d.py takes the template's inputs (columns 0-4351,
+# the same strides) through variants.graphed_if_right and copies rotated input sets (ef153d2 and later; not re-run).

@@ -8,3 +8,5 @@
 #       --rerun layers-mamba2-batched.json.gz --out layers.json
 #   gzip -9 layers.json; python -m benchmarks report layers.json.gz --out-dir layers/
 bash benchmarks/layers-gpu.sh "$1" "$2"
+# What ran (2026-12-03, nineteenth session, da694e7, one call, 437 s): mamba2-batched only
+# (layers-mamba2-batched.json.gz, .log); batch 1 not run (the device time went to the causal conv1d). Not merged.

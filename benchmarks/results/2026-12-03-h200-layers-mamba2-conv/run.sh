@@ -9,3 +9,8 @@
 #       --rerun layers-mamba2-batched.json.gz --out layers.json
 #   gzip -9 layers.json; python -m benchmarks report layers.json.gz --out-dir layers/
 bash benchmarks/layers-gpu.sh "$1" "$2"
+# What ran (2026-12-03, nineteenth session, a59bf67, two calls): mamba2-batched cut off by its 440 s limit after
+# 4 x 2048 (layers-mamba2-batched.json.gz, .log); then 16 x 4096 alone (one call, 128 s: `source
+# benchmarks/gpu-env.sh && env_setup; python -m benchmarks run --suite layers --where
+# "kernel=mamba2-1.3b,batch=16" --rep-ms 300 --out $OUT/layers-mamba2-b16.json`; layers-mamba2-b16.json.gz,
+# .log), both merged over 2026-12-01 as above with the two --rerun files (layers.json.gz, layers/).
