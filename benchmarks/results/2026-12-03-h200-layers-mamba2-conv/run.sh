@@ -6,7 +6,7 @@
 #   bash benchmarks/results/2026-12-03-h200-layers-mamba2-conv/run.sh mamba2-batched COMMIT
 # (its layers-mamba2-batched.json gzipped), then, on any machine, the whole grid over the last one:
 #   python -m benchmarks merge ../2026-12-01-h200-layers-mamba2/layers.json.gz \
-#       --rerun layers-mamba2-batched.json.gz --out layers.json
+#       --rerun layers-mamba2-batched.json.gz --rerun layers-mamba2-b16.json.gz --out layers.json
 #   gzip -9 layers.json; python -m benchmarks report layers.json.gz --out-dir layers/
 bash benchmarks/layers-gpu.sh "$1" "$2"
 # What ran (2026-12-03, nineteenth session, a59bf67, two calls): mamba2-batched cut off by its 440 s limit after
