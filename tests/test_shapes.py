@@ -674,3 +674,13 @@ def test_ragged_experiment_pairs_each_shape_with_its_nearest_tile_multiple():
     assert ragged._ratio(info, lambda e: e.get("queued", {})) is None
     assert ragged._spread({ragged.TWIN: {"ms": 2.0}, ragged.AGAIN: {"ms": 2.06}}) == pytest.approx(0.03)
     assert ragged._spread({ragged.TWIN: {"ms": 2.0}}) is None
+
+
+def test_experiments_time_what_their_deadline_leaves(capsys, monkeypatch):
+    """``variants.before``: the configs before the deadline, each one after it named as not timed."""
+    from benchmarks.experiments import variants
+
+    clock = iter([0.0, 5.0, 11.0, 12.0])
+    monkeypatch.setattr(variants.time, "time", lambda: next(clock))
+    assert list(variants.before(["a", "b", "c", "d"], 10, 0.0, str.upper)) == ["a", "b"]
+    assert capsys.readouterr().out.splitlines() == ["C: not timed, past 10 s", "D: not timed, past 10 s"]

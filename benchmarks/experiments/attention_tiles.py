@@ -19,6 +19,7 @@ import time
 
 import torch
 
+from benchmarks.experiments.variants import before
 from benchmarks.suite import header
 from benchmarks.systems import build_system
 from pt_tvm import hw, templates
@@ -92,10 +93,7 @@ def main(out_dir: str) -> None:
     print(f"searched {len(jobs)} variants, compiled {len(compiles)} kernels in {time.time() - t_start:.0f} s",
           flush=True)
     rows, head = [], header("python -m benchmarks.experiments.attention_tiles $OUT", torch.cuda.get_device_name())
-    for cfg, found in searched:
-        if time.time() - t_start > DEADLINE_S:
-            print(f"{cfg}: not timed, past {DEADLINE_S} s", flush=True)
-            continue
+    for cfg, found in before(searched, DEADLINE_S, t_start, lambda item: str(item[0])):
         problem = next(p for _, p in found.values() if p is not None)
         problem = {k: v for k, v in problem.items() if k not in tmpl.tile}
         make = lambda seed: tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from benchmarks.experiments.variants import describe, save_rows
+from benchmarks.experiments.variants import before, describe, save_rows
 from benchmarks.systems import build_system
 from pt_tvm import hw, templates
 from pt_tvm.compiler import schedule_template
@@ -36,10 +36,7 @@ def _halved(inputs: tuple, dtype: str) -> tuple:
 def main(out_dir: str) -> None:
     t_start, vdev, tmpl = time.time(), hw.from_device(), templates.get("chunk_scan")
     rows = []
-    for cfg in CONFIGS:
-        if time.time() - t_start > DEADLINE_S:
-            print(f"{cfg}: not timed, past {DEADLINE_S} s", flush=True)
-            continue
+    for cfg in before(CONFIGS, DEADLINE_S, t_start):
         picks, fns, info = {}, {}, {}
         for cbd in ("float32", cfg["dtype"]):
             result, problem, build = schedule_template("chunk_scan", vdev, params={**cfg, "cb_dtype": cbd})

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from benchmarks.experiments.variants import graphed_if_right, save_rows
+from benchmarks.experiments.variants import before, graphed_if_right, save_rows
 from benchmarks.layers.models import causal_conv1d_silu
 from pt_tvm import hw, ops, templates
 from pt_tvm.compiler import schedule_template
@@ -36,10 +36,7 @@ def _tile(c) -> str:
 def main(out_dir: str) -> None:
     t_start, vdev, tmpl = time.time(), hw.from_device(), templates.get("causal_conv1d")
     rows = []
-    for cfg in CONFIGS:
-        if time.time() - t_start > DEADLINE_S:
-            print(f"{cfg}: not timed, past {DEADLINE_S} s", flush=True)
-            continue
+    for cfg in before(CONFIGS, DEADLINE_S, t_start):
         result, problem, build = schedule_template("causal_conv1d", vdev, params={**cfg, **LAYER})
         tiles, seen = [], set()
         for c in result.ranked:

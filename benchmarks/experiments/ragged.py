@@ -28,6 +28,7 @@ import time
 
 import torch
 
+from benchmarks.experiments.variants import before
 from benchmarks.suite import header
 from pt_tvm import hw, templates
 from pt_tvm.compiler import planned_func, schedule_template
@@ -140,10 +141,8 @@ def main(out_dir: str, only: list[str], pairs: list[tuple] = PAIRS) -> None:
                    for job in compile_jobs(name, problem, vdev, [best])], workers=workers)
     print(f"searched and compiled {len(jobs)} kernels in {time.time() - t_start:.0f} s", flush=True)
     rows, head = [], header("python -m benchmarks.experiments.ragged $OUT", torch.cuda.get_device_name())
-    for i, (name, ragged_problem, _, note) in enumerate(pairs):
-        if time.time() - t_start > DEADLINE_S:
-            print(f"{name} {note}: not timed, past {DEADLINE_S} s", flush=True)
-            continue
+    for i, (name, ragged_problem, _, note) in before(enumerate(pairs), DEADLINE_S, t_start,
+                                                     lambda item: f"{item[1][0]} {item[1][3]}"):
         tmpl = templates.get(name)
         samplers, info, made = {}, {}, {}
         for j in (2 * i, 2 * i + 1):

@@ -7,7 +7,7 @@ import json
 import multiprocessing
 import os
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -43,6 +43,16 @@ def bucket_line(label: str, info: Mapping[str, Mapping[str, float]], peer: str) 
     ms = {name: info[name]["ms"] for name in (peer, "exact", "bucket")}
     return (f"{label} {peer} {ms[peer]:.4f} ms  exact {ms['exact']:.4f} ({ms[peer] / ms['exact']:.2f}x)  bucket "
             f"{ms['bucket']:.4f} ({ms[peer] / ms['bucket']:.2f}x)  bucket/exact time {ms['bucket'] / ms['exact']:.3f}")
+
+
+def before(items: Iterable, deadline_s: float, t_start: float, label: Callable[[Any], str] = str) -> Iterator:
+    """``items`` while the run is within ``deadline_s`` of ``t_start``; each one after, its ``label`` printed as not
+    timed (a device call's time limit keeps what finished)."""
+    for item in items:
+        if time.time() - t_start > deadline_s:
+            print(f"{label(item)}: not timed, past {deadline_s} s", flush=True)
+            continue
+        yield item
 
 
 def save_rows(out_dir: str, experiment: str, rows: Sequence[dict]) -> None:
@@ -208,10 +218,8 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
           flush=True)
     rows = []
     head = header(command, torch.cuda.get_device_name())
-    for i, (cfg, problem, result, chosen) in enumerate(searched):
-        if time.time() - t_start > deadline_s:
-            print(f"{cfg['dtype']} {cfg['note']}: not timed, past {deadline_s} s", flush=True)
-            continue
+    for i, (cfg, problem, result, chosen) in before(enumerate(searched), deadline_s, t_start,
+                                                    lambda item: f"{item[1][0]['dtype']} {item[1][0]['note']}"):
         make = lambda seed: tmpl.make_inputs(problem, "cuda", torch.Generator("cuda").manual_seed(seed))  # noqa: E731
         sets = input_sets(make, sum(t.numel() * t.element_size() for t in make(0)), vdev.l2_bytes, max_sets=4)
         check = make(1_000)
