@@ -236,7 +236,7 @@ def test_list_and_dry_run(tmp_path, capsys):
     mamba = rows[("mamba2-1.3b", "pt-tvm")]["kernels"]
     assert [k.split("(")[0] for k in mamba] == ["gemm", "causal_conv1d", "chunk_state", "chunk_scan", "gemm"]
     assert mamba[0] == "gemm(777x2048 float16, 8512x2048 float16, True)" and "1x4x1x256x256 float16" in mamba[3]
-    assert mamba[1].startswith("causal_conv1d(1x4352x777 float16, 4352x4 float16, 4352 float16")
+    assert mamba[1].startswith("causal_conv1d(1x4352x777 float16 strides (6613824, 1, 8512), 4352x4 float16")
     assert bench_cli.main(["report", out, "--out-dir", str(tmp_path / "rep")]) == 0
     assert "**dry run**" in open(tmp_path / "rep" / "table.md").read()
 
@@ -265,7 +265,12 @@ def test_layers_run_refuses_a_tracker(tmp_path, capsys):
 
 def test_kernel_calls_follow_the_shapes():
     calls = kernel_calls("mamba2-1.3b", {"batch": 2, "seqlen": 4096, "dtype": "float16"})
-    assert str(calls[1]).startswith("chunk_state(2x4096x1x128 float16, 2x4096x64x64 float16, 2x64x16x256 float32")
+    # the conv reads the in-projection's x B C columns where they lie: the warmer replays that view, not a copy
+    assert str(calls[1]) == ("causal_conv1d(2x4352x4096 float16 strides (34865152, 1, 8512), 4352x4 float16, "
+                             "4352 float16, 'silu')")
+    view = calls[1].args[0].zeros("cpu")
+    assert view.stride() == (34865152, 1, 8512) and not view.any()
+    assert str(calls[2]).startswith("chunk_state(2x4096x1x128 float16, 2x4096x64x64 float16, 2x64x16x256 float32")
 
 
 def test_warmer_replays_each_distinct_call_once_in_worker_processes():

@@ -31,13 +31,22 @@ WAIT_S = 600.0  # longest wait for one config's kernels; past it the timed proce
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A tensor argument: shape and dtype (kernel arguments are contiguous)."""
+    """A tensor argument: shape, dtype and, for a view the op reads as it lies (the causal conv1d's columns of the
+    in-projection), its strides (None: contiguous)."""
 
     shape: tuple[int, ...]
     dtype: str
+    strides: tuple[int, ...] | None = None
 
     def zeros(self, device: str) -> torch.Tensor:
-        return torch.zeros(self.shape, dtype=getattr(torch, self.dtype), device=device)
+        dtype = getattr(torch, self.dtype)
+        if self.strides is None:
+            return torch.zeros(self.shape, dtype=dtype, device=device)
+        return torch.empty_strided(self.shape, self.strides, dtype=dtype, device=device).zero_()
+
+    def __str__(self) -> str:
+        strides = "" if self.strides is None else f" strides {self.strides}"
+        return f"{'x'.join(map(str, self.shape))} {self.dtype}{strides}"
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class KernelCall:
     kwargs: tuple[tuple[str, Any], ...] = ()
 
     def __str__(self) -> str:
-        show = [f"{'x'.join(map(str, a.shape))} {a.dtype}" if isinstance(a, TensorSpec) else repr(a) for a in self.args]
+        show = [str(a) if isinstance(a, TensorSpec) else repr(a) for a in self.args]
         return f"{self.op}({', '.join(show + [f'{k}={v!r}' for k, v in self.kwargs])})"
 
     def run(self, device: str = "cuda") -> Any:
@@ -61,7 +70,8 @@ class KernelCall:
 
 def _spec(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        return TensorSpec(tuple(value.shape), str(value.dtype).removeprefix("torch."))
+        strides = None if value.is_contiguous() else tuple(value.stride())
+        return TensorSpec(tuple(value.shape), str(value.dtype).removeprefix("torch."), strides)
     return value
 
 
