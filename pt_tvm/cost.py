@@ -532,6 +532,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         kernel_cycles += TAIL_WEIGHT * max(0.0, span - share) * steady * wave_cycles / block
     dram_bytes = blocks * sum(t.bytes * (graph.loop.trip_count if t.placement == Placement.LOOP else 1.0) / r
                               for t in graph.stasks for r in [sim.reuse.get(t.id)] if r)
+    dram_seconds = dram_bytes / vdev.dram_bandwidth
     # no faster than DRAM moves its bytes: the loop's loads and stores on two sEUs overlap in the timeline, each
     # slowed to its share of DRAM alone (a streaming kernel's, the causal conv1d's)
     seconds = vdev.cycles_to_seconds(kernel_cycles) * _wide_accumulator_factor(plan, graph, vdev)
@@ -540,11 +541,11 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
         block_cycles=block,
         blocks_per_eu=bpe,
         waves=waves,
-        seconds=max(seconds, dram_bytes / vdev.dram_bandwidth),
+        seconds=max(seconds, dram_seconds),
         busy=util,
         trace=tuple(sim.events or ()),
         dram_bytes=dram_bytes,
-        dram_seconds=dram_bytes / vdev.dram_bandwidth,
+        dram_seconds=dram_seconds,
         l2_bound=sim.l2_bound,
     )
 
