@@ -30,9 +30,12 @@ _ACTIVATIONS = ("silu", "none")
 
 def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtype: str, activation: str,
                         x_stride: int, dynamic_seqlen: bool, block_L: int, block_D: int, block_S: int,
-                        threads: int, num_stages: int):
+                        stage_y: int, threads: int, num_stages: int):
     """The kernel: grid ``(ceil(channels / block_D), ceil(seqlen / block_S), batch)``, a pipelined loop of
-    ``block_S / block_L`` steps; ``dynamic_seqlen``: one kernel for every length, priced at ``seqlen``."""
+    ``block_S / block_L`` steps, each output element one expression of its taps (TileLang then gives a thread
+    neighbouring channels and vector loads and stores); ``stage_y``: the step's outputs staged in shared memory
+    (stored by TMA) rather than stored from registers; ``dynamic_seqlen``: one kernel for every length, priced
+    at ``seqlen``."""
     L = size("seqlen", seqlen, dynamic_seqlen)
     halo = width - 1
     strides = (L * x_stride, x_stride, 1) if x_stride != channels else ()
@@ -50,8 +53,8 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
             w_shared = T.alloc_shared((width, block_D), _ACCUM)
             b_shared = T.alloc_shared((block_D,), _ACCUM)
             x_shared = T.alloc_shared((block_L + halo, block_D), dtype)
-            acc = T.alloc_fragment((block_L, block_D), _ACCUM)
-            y_local = T.alloc_fragment((block_L, block_D), dtype)
+            alloc_y = T.alloc_shared if stage_y else T.alloc_fragment
+            y_tile = alloc_y((block_L, block_D), dtype)
             for k, j in T.Parallel(width, block_D):
                 w_shared[k, j] = T.Cast(_ACCUM, weight[T.min(bx * block_D + j, channels - 1), k])
             for j in T.Parallel(block_D):
@@ -60,15 +63,24 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
                 T.copy(x[bz, by * block_S + s * block_L - halo:by * block_S + (s + 1) * block_L,
                          bx * block_D:(bx + 1) * block_D], x_shared)
                 for i, j in T.Parallel(block_L, block_D):
-                    acc[i, j] = b_shared[j]
-                    for k in range(width):  # unrolled: one multiply-add a tap
-                        acc[i, j] += w_shared[k, j] * T.Cast(_ACCUM, x_shared[i + k, j])
-                for i, j in T.Parallel(block_L, block_D):
-                    y_local[i, j] = T.Cast(dtype, acc[i, j] / (1.0 + T.exp(-acc[i, j])) if silu else acc[i, j])
-                T.copy(y_local, y[bz, by * block_S + s * block_L:by * block_S + (s + 1) * block_L,
-                                  bx * block_D:(bx + 1) * block_D])
+                    y_tile[i, j] = T.Cast(dtype, _activate(_taps(b_shared, w_shared, x_shared, i, j, width), silu))
+                T.copy(y_tile, y[bz, by * block_S + s * block_L:by * block_S + (s + 1) * block_L,
+                                 bx * block_D:(bx + 1) * block_D])
 
     return priced(causal_conv1d, {"seqlen": seqlen} if dynamic_seqlen else {})
+
+
+def _taps(b_shared, w_shared, x_shared, i, j, width: int):
+    """``bias + sum_k w[k] x[i + k]`` in float32, the taps written out (one multiply-add each)."""
+    acc = T.Cast(_ACCUM, b_shared[j])
+    for k in range(width):
+        acc = acc + T.Cast(_ACCUM, w_shared[k, j]) * T.Cast(_ACCUM, x_shared[i + k, j])
+    return acc
+
+
+def _activate(v, silu: bool):
+    """SiLU as ``v / (1 + 2^(-v log2 e))`` (ex2 on the SFU), or ``v``."""
+    return v / (1.0 + T.exp2(v * -1.4426950408889634)) if silu else v
 
 
 def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -135,8 +147,9 @@ CAUSAL_CONV1D = Template(
     reference=_reference,
     problem={"batch": 1, "seqlen": 4096, "channels": 4352, "width": 4, "dtype": "float16", "activation": "silu",
              "x_stride": 4352, "dynamic_seqlen": False},
-    tile={"block_L": 64, "block_D": 128, "block_S": 512, "threads": 128},
+    tile={"block_L": 64, "block_D": 128, "block_S": 512, "stage_y": 1, "threads": 128},
     tile_space={"block_L": (32, 64, 128), "block_D": (64, 128, 256), "block_S": (256, 512, 1024, 2048),
+                "stage_y": (0, 1),
                 "threads": (128, 256)},
     make_inputs=_make_inputs,
     flops=_flops,

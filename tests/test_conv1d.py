@@ -64,7 +64,8 @@ def test_search_picks_a_verified_plan_priced_no_faster_than_dram():
 def test_fragments_a_role_cannot_split_evenly_are_rejected():
     """Three consumer warpgroups (384 threads) cannot share a 128 x 64 fragment evenly: TileLang's layout
     inference fails ("no available layout found"), so verify refuses the plan; two (256) can."""
-    graph = pt_tvm.extract(get("causal_conv1d").build(**LAYER, block_L=128, block_D=64, block_S=512), "h200")
+    graph = pt_tvm.extract(get("causal_conv1d").build(**LAYER, block_L=128, block_D=64, block_S=512, stage_y=0),
+                           "h200")
     kw = {"depth": 2, "pipeline_stage": {}, "priority": Priority.PROGRAM}
     three = violations(warp_specialized(graph, H200, consumer_wgs=3, **kw), graph, H200)
     assert any("cannot be split evenly over role consumer's 384 threads" in v.message for v in three)
@@ -79,8 +80,8 @@ def test_emitted_cuda_loads_the_halo_and_clips_the_store():
                                                                                        "seqlen": 777})
     src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
     assert "tma_load(x_desc" in src and "- 3)" in src
-    # the row guard (offset by the consumer warps' first thread row: threadIdx.x from 128 adds 2 rows of 64)
-    assert re.search(r"if \(.*threadIdx.x.* < 7\d\d\) \{\s*y\[", src)
+    # the row guard (offset by the consumer warps' first thread row), around a vector store
+    assert re.search(r"if \(.*threadIdx.x.* < 7\d\d\) \{\s*\*\(uint[24]\*\)\(y \+", src)
 
 
 @pytest.mark.parametrize("params, key", [

@@ -4,11 +4,11 @@ The layers suite's Mamba2 mixer ran PyTorch's ``F.conv1d`` over the transpose of
 columns in every system (cuDNN's ``conv1D_NCHW_general``: 4.47 ms of pt-tvm's 12.5 ms at 16 x 4096 on one H200,
 benchmarks/results/2026-12-03-h200-layers-mamba2-cb-half). Per shape (the template's inputs: ``x B C`` 4352
 columns of an 8512-column projection): ``pt_tvm.ops.causal_conv1d`` as the layer
-calls it (the search's pick; then the search's next two tiles, compiled from the template), PyTorch as the layer
-calls it, ``torch.compile`` of the same function, and a device-to-device copy of the same rows into a packed
-tensor (the conv's bytes moved by PyTorch's copy kernel: a reference point, not the HBM peak, 1.7-1.8 TB/s on
-an H200); every output checked against float32, timed from CUDA
-graphs in alternating rounds.
+calls it (the search's pick; then the search's best plan of each other kind, :func:`_kinds`, and the pick of the
+template as it was at 26cd244 where ``conv1d_before.py`` is present), PyTorch as the layer calls it,
+``torch.compile`` of the same function, a device-to-device copy of the same rows into a packed tensor (PyTorch's
+copy kernel reading strided rows: 1.7-1.8 TB/s on an H200) and one of a packed tensor (the same bytes: the
+copy peak); every output checked against float32, timed from CUDA graphs in alternating rounds.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.conv1d $OUT``; writes
 ``conv1d.json``.
@@ -22,6 +22,7 @@ from benchmarks.experiments.variants import before, graphed_if_right, save_rows
 from benchmarks.layers.models import causal_conv1d_silu
 from pt_tvm import hw, ops, templates
 from pt_tvm.compiler import schedule_template
+from pt_tvm.graph import OpKind
 from pt_tvm.measure import capture, input_sets, time_samplers
 
 CONFIGS = [dict(batch=b, seqlen=s) for b, s in ((1, 777), (1, 4096), (4, 2048), (16, 4096))]
@@ -33,17 +34,36 @@ def _tile(c) -> str:
     return " ".join(f"{k}={v}" for k, v in c.plan.tile.items()) + f", {c.note}"
 
 
+def _kinds(result) -> dict:
+    """The search's best-ranked plan of each kind: warp-specialized or one role, the sEU loading ``x``, and
+    whether ``y`` is staged in shared memory (stored by TMA) or stored from registers."""
+    kinds = {}
+    for c in result.ranked:
+        (load,) = [t for t in c.graph.loop_stasks if t.op == OpKind.COPY and t.reads[0].scope == "global"]
+        kind = (f"{'ws' if len(c.plan.roles) > 1 else 'sp'} x@{c.plan.append_of(load.id).seu.value} "
+                f"y {'shared' if c.plan.tile['stage_y'] else 'registers'}")
+        kinds.setdefault(kind, c)
+    return kinds
+
+
+def _before() -> bool:
+    """Register the template as it was at 26cd244 (``conv1d_before.py``, written beside this file by the run's
+    ``git show``; not committed) as ``causal_conv1d_before``; False where it is absent."""
+    try:
+        from benchmarks.experiments.conv1d_before import CAUSAL_CONV1D
+    except ImportError:
+        return False
+    templates._REGISTRY[CAUSAL_CONV1D.name] = CAUSAL_CONV1D
+    return True
+
+
 def main(out_dir: str) -> None:
     t_start, vdev, tmpl = time.time(), hw.from_device(), templates.get("causal_conv1d")
+    with_before = _before()
     rows = []
     for cfg in before(CONFIGS, DEADLINE_S, t_start):
         result, problem, build = schedule_template("causal_conv1d", vdev, params={**cfg, **LAYER})
-        tiles, seen = [], set()
-        for c in result.ranked:
-            key = tuple(c.plan.tile.items())
-            if key not in seen and len(tiles) < 3:
-                seen.add(key)
-                tiles.append(c)
+        kinds = _kinds(result)
         compiled = torch.compile(causal_conv1d_silu)
         systems = {
             "pt-tvm op": (lambda x, w, b: ops.causal_conv1d(x.transpose(1, 2), w, b, "silu").transpose(1, 2),
@@ -51,9 +71,15 @@ def main(out_dir: str) -> None:
             "pytorch": (lambda x, w, b: causal_conv1d_silu(x, w[:, None], b), {}),
             "torch-compile": (lambda x, w, b: compiled(x, w[:, None], b), {}),
         }
-        for i, c in enumerate(tiles[1:], 2):
-            kernel = tmpl.compile(build(c), vdev.tvm_target())
-            systems[f"search #{i}"] = (kernel, {"tile": _tile(c), "predicted_ms": c.seconds * 1e3})
+        if with_before:
+            result_b, _, build_b = schedule_template("causal_conv1d_before", vdev, params={**cfg, **LAYER})
+            kernel = templates.get("causal_conv1d_before").compile(build_b(), vdev.tvm_target())
+            systems["26cd244's pick"] = (kernel, {"tile": _tile(result_b.best),
+                                                  "predicted_ms": result_b.best.seconds * 1e3})
+        for name, c in kinds.items():
+            if c.plan != result.best.plan:
+                kernel = tmpl.compile(build(c), vdev.tvm_target())
+                systems[name] = (kernel, {"tile": _tile(c), "predicted_ms": c.seconds * 1e3})
         fns, info = {}, {}
         for name, (fn, entry) in systems.items():
             info[name] = dict(entry)
@@ -66,6 +92,8 @@ def main(out_dir: str) -> None:
         assert torch.equal(sets[0][0].contiguous(), sets[0][0])  # the copy: the rows the conv reads, packed
         info["copy"] = {"rel_err": 0.0, "note": "the rows copied: the bytes the conv moves"}
         fns["copy"] = capture(lambda x: x.contiguous(), sets)
+        info["copy packed"] = {"rel_err": 0.0, "note": "a packed tensor of y's size copied: the copy peak"}
+        fns["copy packed"] = capture(lambda x: x.clone(), [(x.contiguous(),) for x, in sets])
         for name, t in time_samplers(fns, rounds=7, round_ms=150.0).items():
             info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80)
         for v in info.values():
