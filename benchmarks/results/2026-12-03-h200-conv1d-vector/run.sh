@@ -16,3 +16,6 @@ timeout 400 python -m benchmarks.experiments.conv1d $OUT 2>&1 | grep -v "INFO\|A
 echo "rc=$? (at $1)"
 bash benchmarks/gpu-tests.sh 8 120 tests/test_ops_gpu.py tests/test_layers_suite.py -k "conv1d or mamba2" | tail -4
 tail -8 $OUT/conv1d.log | cut -c1-900
+# What ran (2026-12-03, twentieth session, e60758d with conv1d_before.py made as above, one call, 374 s): the
+# experiment on its four configs in 212 s (conv1d-e60758d.json.gz, conv1d.log), then 5 GPU tests passed
+# (gpu-tests.txt.gz: the op's four cases and the Mamba2 layer's suite test).
