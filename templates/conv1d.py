@@ -19,7 +19,7 @@ import tilelang.language as T
 import torch
 import torch.nn.functional as F
 
-from .base import Template, TemplateError, operand, priced, size
+from .base import FAST_MATH, Template, TemplateError, operand, priced, size
 
 __all__ = ["CAUSAL_CONV1D"]
 
@@ -155,6 +155,7 @@ CAUSAL_CONV1D = Template(
     flops=_flops,
     out_idx=(3,),
     check=_check,
+    pass_configs=FAST_MATH,
     doc="Causal depthwise conv1d + SiLU over [batch, seqlen, channels] (= causal_conv1d_fn(x.transpose(1, 2), "
         "weight, bias, activation='silu').transpose(1, 2)).",
 )
