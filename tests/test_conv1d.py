@@ -82,6 +82,8 @@ def test_emitted_cuda_loads_the_halo_and_clips_the_store():
     assert "tma_load(x_desc" in src and "- 3)" in src
     # the row guard (offset by the consumer warps' first thread row), around a vector store
     assert re.search(r"if \(.*threadIdx.x.* < 7\d\d\) \{\s*\*\(uint[24]\*\)\(y \+", src)
+    # the taps as one expression: a thread reads its channels of each row in one vector load
+    assert re.search(r"= \*\(uint[24]\*\)\(\(\(half_t\*\)x_shared\)", src)
 
 
 @pytest.mark.parametrize("params, key", [
