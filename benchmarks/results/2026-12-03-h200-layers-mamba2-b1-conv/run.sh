@@ -9,3 +9,8 @@
 #       --rerun layers-mamba2.json.gz --out layers.json
 #   gzip -9 layers.json; python -m benchmarks report layers.json.gz --out-dir layers/
 bash benchmarks/layers-gpu.sh "$1" "$2"
+# What ran (2026-12-03, twentieth session, c12140c, one call, 439 s): mamba2 (layers-mamba2.json.gz, .log; all five
+# configs), merged over 2026-12-03-h200-layers-mamba2-conv as above (layers.json.gz, layers/). A later call timing
+# 16 x 4096 alone (`python -m benchmarks run --suite layers --where "kernel=mamba2-1.3b,batch=16"`) ran out of its
+# 230 s before its first pt-tvm row (max-autotune's tuning first) and the session's device time: the batched rows
+# stay a59bf67's (the conv kernel before vectorizing and fast math).
