@@ -147,7 +147,7 @@ CAUSAL_CONV1D = Template(
     reference=_reference,
     problem={"batch": 1, "seqlen": 4096, "channels": 4352, "width": 4, "dtype": "float16", "activation": "silu",
              "x_stride": 4352, "dynamic_seqlen": False},
-    tile={"block_L": 64, "block_D": 128, "block_S": 512, "stage_y": 1, "threads": 128},
+    tile={"block_L": 64, "block_D": 128, "block_S": 512, "stage_y": 0, "threads": 128},
     tile_space={"block_L": (32, 64, 128), "block_D": (64, 128, 256), "block_S": (256, 512, 1024, 2048),
                 "stage_y": (0, 1),
                 "threads": (128, 256)},
