@@ -71,10 +71,11 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
 
 
 def _taps(b_shared, w_shared, x_shared, i, j, width: int):
-    """``bias + sum_k w[k] x[i + k]`` in float32, the taps written out (one multiply-add each)."""
-    acc = T.Cast(_ACCUM, b_shared[j])
+    """``bias + sum_k w[k] x[i + k]`` in float32 (the weights and bias are held so), the taps written out (one
+    multiply-add each)."""
+    acc = b_shared[j]
     for k in range(width):
-        acc = acc + T.Cast(_ACCUM, w_shared[k, j]) * T.Cast(_ACCUM, x_shared[i + k, j])
+        acc = acc + w_shared[k, j] * T.Cast(_ACCUM, x_shared[i + k, j])
     return acc
 
 
