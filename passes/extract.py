@@ -542,6 +542,8 @@ def _scalar_nest(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, bu
             reads.setdefault(n.buffer.name, n)
         elif isinstance(n, _ARITH):
             ops[0] += 1
+            if isinstance(n, tirx.Div) and n.dtype.startswith("float"):
+                sfu[0] += 1  # a float division is a reciprocal on the SFU (MUFU.RCP), IEEE or fast-math alike
         elif isinstance(n, tirx.Call):
             name = op_name(n)
             if name in _MATH_CALLS:

@@ -49,7 +49,8 @@ def test_graph_loads_each_step_with_its_halo_by_tma():
     assert load.tile_shape == (64 + 3, 128) and load.seu.value == "tma"
     (store,) = [t for t in graph.placed(Placement.LOOP) if t.op == OpKind.COPY and t.writes[0].scope == "global"]
     assert store.tile_shape == (64, 128)
-    assert any(t.sfu_ops for t in graph.placed(Placement.LOOP))  # SiLU's exp
+    (silu,) = [t for t in graph.placed(Placement.LOOP) if t.sfu_ops]
+    assert silu.sfu_ops == 2 * 64 * 128  # SiLU's exp2 and its division's reciprocal, both on the SFU
 
 
 def test_search_picks_a_verified_plan_priced_no_faster_than_dram():
@@ -74,16 +75,21 @@ def test_fragments_a_role_cannot_split_evenly_are_rejected():
 
 
 def test_emitted_cuda_loads_the_halo_and_clips_the_store():
-    """At a ragged 777 tokens: the TMA box starts width - 1 = 3 rows before the step (rows before 0 and past the
-    end are TMA's zeros), and the store is guarded by the length."""
+    """At a ragged 777 tokens: each step's load starts width - 1 = 3 rows before the step, by TMA (the
+    best warp-specialized plan: rows before 0 and past the end are TMA's zeros) or by cp.async guarded to zero-fill
+    them (the pick, a software pipeline), and the store is guarded by the length."""
     result, problem, build = compiler.schedule_template("causal_conv1d", H200, params={**LAYER, "batch": 1,
                                                                                        "seqlen": 777})
-    src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
-    assert "tma_load(x_desc" in src and "- 3)" in src
-    # the row guard (offset by the consumer warps' first thread row), around a vector store
-    assert re.search(r"if \(.*threadIdx.x.* < 7\d\d\) \{\s*\*\(uint[24]\*\)\(y \+", src)
-    # the taps as one expression: a thread reads its channels of each row in one vector load
-    assert re.search(r"= \*\(uint[24]\*\)\(\(\(half_t\*\)x_shared\)", src)
+    ws = next(c for c in result.ranked if len(c.plan.roles) > 1)
+    compile_ = get("causal_conv1d").compile
+    src_ws, src = (compile_(build(c), H200.tvm_target()).get_kernel_source() for c in (ws, result.best))
+    assert "tma_load(x_desc" in src_ws and "- 3)" in src_ws
+    assert "cp_async_gs_conditional" in src and re.search(r"\(3 <= \(+\(\(int\)blockIdx.y\) \* 256\)", src)
+    for s in (src_ws, src):
+        # the row guard (offset by the consumer warps' first thread row), around a vector store
+        assert re.search(r"if \(.*threadIdx.x.* < 7\d\d\) \{\s*\*\(uint[24]\*\)\(y \+", s)
+        # the taps as one expression: a thread reads its channels of each row in one vector load
+        assert re.search(r"= \*\(uint[24]\*\)\(\(\(half_t\*\)x_shared\)", s)
 
 
 @pytest.mark.parametrize("params, key", [
