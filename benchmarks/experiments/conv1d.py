@@ -4,8 +4,8 @@ The layers suite's Mamba2 mixer ran PyTorch's ``F.conv1d`` over the transpose of
 columns in every system (cuDNN's ``conv1D_NCHW_general``: 4.47 ms of pt-tvm's 12.5 ms at 16 x 4096 on one H200,
 benchmarks/results/2026-12-03-h200-layers-mamba2-cb-half). Per shape (the template's inputs: ``x B C`` 4352
 columns of an 8512-column projection): ``pt_tvm.ops.causal_conv1d`` as the layer
-calls it (the search's pick; then the search's best plan of each other kind, :func:`_kinds`, and the pick of the
-template as it was at 26cd244 where ``conv1d_before.py`` is present), PyTorch as the layer calls it,
+calls it (the search's pick; then the search's best plan of each other kind, :func:`_kinds`, and the plan the
+search picked at 244e808, before a float division counted as an SFU reciprocal), PyTorch as the layer calls it,
 ``torch.compile`` of the same function, a device-to-device copy of the same rows into a packed tensor (PyTorch's
 copy kernel reading strided rows: 1.7-1.8 TB/s on an H200) and one of a packed tensor (the same bytes: the
 copy peak); every output checked against float32, timed from CUDA graphs in alternating rounds.
@@ -28,6 +28,10 @@ from pt_tvm.measure import capture, input_sets, time_samplers
 CONFIGS = [dict(batch=b, seqlen=s) for b, s in ((1, 777), (1, 4096), (4, 2048), (16, 4096))]
 LAYER = {"channels": 4352, "width": 4, "x_stride": 8512}  # x B C: 4352 columns of the in-projection's 8512
 DEADLINE_S = 240  # no config starts timing after this
+# The search's pick at 244e808 (block_L, block_D, block_S; warp-specialized, two consumer warpgroups, four deep,
+# y stored from registers), before a float division counted as an SFU reciprocal (SiLU's: 2f41aa1)
+PICK_244E808 = {(1, 777): (128, 64, 1024), (1, 4096): (128, 128, 2048), (4, 2048): (128, 64, 1024),
+                (16, 4096): (128, 64, 512)}
 
 
 def _tile(c) -> str:
@@ -46,20 +50,16 @@ def _kinds(result) -> dict:
     return kinds
 
 
-def _before() -> bool:
-    """Register the template as it was at 26cd244 (``conv1d_before.py``, written beside this file by the run's
-    ``git show``; not committed) as ``causal_conv1d_before``; False where it is absent."""
-    try:
-        from benchmarks.experiments.conv1d_before import CAUSAL_CONV1D
-    except ImportError:
-        return False
-    templates._REGISTRY[CAUSAL_CONV1D.name] = CAUSAL_CONV1D
-    return True
+def _previous(result, cfg):
+    """The best-ranked warp-specialized plan of the tile the search picked at 244e808 (that pick itself)."""
+    block_L, block_D, block_S = PICK_244E808[cfg["batch"], cfg["seqlen"]]
+    return next(c for c in result.ranked if len(c.plan.roles) > 1 and c.plan.tile["stage_y"] == 0
+                and (c.plan.tile["block_L"], c.plan.tile["block_D"], c.plan.tile["block_S"]) == (block_L, block_D,
+                                                                                             block_S))
 
 
 def main(out_dir: str) -> None:
     t_start, vdev, tmpl = time.time(), hw.from_device(), templates.get("causal_conv1d")
-    with_before = _before()
     rows = []
     for cfg in before(CONFIGS, DEADLINE_S, t_start):
         result, problem, build = schedule_template("causal_conv1d", vdev, params={**cfg, **LAYER})
@@ -71,12 +71,7 @@ def main(out_dir: str) -> None:
             "pytorch": (lambda x, w, b: causal_conv1d_silu(x, w[:, None], b), {}),
             "torch-compile": (lambda x, w, b: compiled(x, w[:, None], b), {}),
         }
-        if with_before:
-            result_b, _, build_b = schedule_template("causal_conv1d_before", vdev, params={**cfg, **LAYER})
-            kernel = templates.get("causal_conv1d_before").compile(build_b(), vdev.tvm_target())
-            systems["26cd244's pick"] = (kernel, {"tile": _tile(result_b.best),
-                                                  "predicted_ms": result_b.best.seconds * 1e3})
-        for name, c in kinds.items():
+        for name, c in {"244e808's pick": _previous(result, cfg), **kinds}.items():
             if c.plan != result.best.plan:
                 kernel = tmpl.compile(build(c), vdev.tvm_target())
                 systems[name] = (kernel, {"tile": _tile(c), "predicted_ms": c.seconds * 1e3})
