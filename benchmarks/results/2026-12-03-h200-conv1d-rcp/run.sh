@@ -16,3 +16,6 @@ if [ "${2:-}" = tests ]; then
 fi
 timeout 300 python -m benchmarks.experiments.conv1d $OUT 2>&1 | grep -v "INFO\|AutoWarpSpecialization" > $OUT/conv1d.log
 echo "rc=$?"; tail -6 $OUT/conv1d.log | cut -c1-900
+# What ran (2026-12-03, twenty-first session, one H200): the experiment at 3448353 (213 s, the four configs in 178 s;
+# conv1d-3448353.json.gz, conv1d.log), then the tests at 32875a4 (173 s, 5 passed: gpu-tests-32875a4.txt.gz; no
+# code between the two commits).

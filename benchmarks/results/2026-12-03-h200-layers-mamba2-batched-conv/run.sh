@@ -22,3 +22,7 @@ timeout $limit python -m benchmarks run --suite layers --where "kernel=mamba2-1.
 echo "b$batch: rc=$? (124: cut off at the time limit, finished configs kept)"
 grep -E "^mamba2-1.3b " $OUT/layers-b$batch.log | cut -c1-220
 tail -4 $OUT/layers-b$batch.log
+# What ran (2026-12-03, twenty-first session, f8cbda6, two calls on one H200): batch 4 (305 s, layers-b4.json.gz,
+# .log) and batch 16 (281 s, layers-b16.json.gz, .log), every system's output checked against float32; merged over
+# 2026-12-03-h200-layers-mamba2-b1-conv as above (layers.json.gz, layers/). The conv's plan is f8cbda6's pick (the
+# warp-specialized one; 2f41aa1 later moved it: 2026-12-03-h200-conv1d-rcp).
