@@ -96,12 +96,9 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if p["activation"] not in _ACTIVATIONS:
         raise TemplateError(f"causal_conv1d: parameter 'activation'={p['activation']!r} is not supported "
                             f"(supported: {', '.join(_ACTIVATIONS)})")
-    if p["channels"] % 8:
-        raise TemplateError(f"causal_conv1d: parameter 'channels'={p['channels']} must be a multiple of 8 (the "
-                            f"rows of y start on 16-byte boundaries)")
-    if p["x_stride"] < p["channels"] or p["x_stride"] % 8:
+    if p["x_stride"] < p["channels"]:
         raise TemplateError(f"causal_conv1d: parameter 'x_stride'={p['x_stride']} must be at least channels="
-                            f"{p['channels']} and a multiple of 8 (TMA addresses rows 16 bytes apart)")
+                            f"{p['channels']}")
     if p["dynamic_seqlen"] and p["x_stride"] != p["channels"]:
         raise TemplateError("causal_conv1d: parameter 'x_stride' must equal channels with dynamic_seqlen (a kernel "
                             "of symbolic length takes packed rows: TileLang 0.1.15 loads a view of symbolic strides "

@@ -118,9 +118,8 @@ def test_emitted_cuda_loads_the_halo_and_clips_the_store():
 
 
 @pytest.mark.parametrize("params, key", [
-    ({"channels": 60, "x_stride": 60}, "channels"),
+    ({"channels": 0, "x_stride": 60}, "channels"),
     ({"x_stride": 4000}, "x_stride"),
-    ({"x_stride": 4356}, "x_stride"),
     ({"activation": "relu"}, "activation"),
     ({"dtype": "float32"}, "dtype"),
     ({"seqlen": 0}, "seqlen"),
@@ -130,6 +129,19 @@ def test_emitted_cuda_loads_the_halo_and_clips_the_store():
 def test_bad_problems_are_refused_by_name(params, key):
     with pytest.raises(TemplateError, match=f"'{key}'"):
         get("causal_conv1d").resolve(**{**LAYER, **params})
+
+
+def test_rows_tma_cannot_address_are_read_and_written_by_the_lsu():
+    """61 channels in rows of 70 (neither 16-byte aligned): both copies on the LSU, software pipelines only, and in
+    the CUDA element-wise loads and stores guarded by the channel count (no vector past the row's end)."""
+    result, problem, build = compiler.schedule_template("causal_conv1d", H200, params={
+        "batch": 2, "seqlen": 777, "channels": 61, "width": 4, "x_stride": 70})
+    copies = [t for t in result.best.graph.loop_stasks if t.op == OpKind.COPY]
+    assert [t.seu.value for t in copies] == ["lsu", "lsu"] and copies[1].attrs["vector_bytes"] == "2"
+    assert all(len(c.plan.roles) == 1 for c in result.ranked)
+    src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
+    assert "tma_load" not in src and "(y +" not in src  # no vector store into y
+    assert re.search(r"& 63\) < 61\)\)\) \{\s*\w+ = x\[", src) and re.search(r"< 61\)\) \{\s*y\[", src)
 
 
 @pytest.fixture
@@ -149,14 +161,15 @@ def test_the_op_reads_projection_columns_as_they_lie_and_copies_channel_first_in
     g = torch.Generator().manual_seed(1)
     wide = torch.randn(2, 300, 96, generator=g).half()
     weight, bias = (torch.randn(32, 4, generator=g) * 0.5).half(), (torch.randn(32, generator=g) * 0.5).half()
-    xs = {"columns": wide[..., 40:72].transpose(1, 2), "channel-first": torch.randn(2, 32, 300, generator=g).half()}
+    xs = {"columns": wide[..., 40:72].transpose(1, 2), "channel-first": torch.randn(2, 32, 300, generator=g).half(),
+          "columns at an odd stride": torch.randn(2, 300, 99, generator=g).half()[..., 40:72].transpose(1, 2)}
     for layout, x in xs.items():
         out = ops.causal_conv1d(x, weight, bias, activation="silu")
         assert out.shape == (2, 32, 300) and out.transpose(1, 2).is_contiguous(), layout
         ref = _definition(x.transpose(1, 2), weight, bias, True).transpose(1, 2)
         assert rel_err(out.double(), ref) < REL_TOL["float16"], layout
     problems = [dict(p) for _, p, _ in reference_dispatch._kernels]
-    assert sorted(p["x_stride"] for p in problems) == [32, 96]  # the view at its row stride; the copy packed
+    assert sorted(p["x_stride"] for p in problems) == [32, 96, 99]  # the views at their row strides; the copy
 
 
 def test_the_op_under_fake_tensors():

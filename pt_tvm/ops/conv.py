@@ -30,9 +30,6 @@ def _check(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: Option
     if bias is not None:
         checks.tensor(_OP, "bias", bias, ("dim",), (x.dtype,))
         dims.bind("bias", bias, ("dim",))
-    if dims["dim"] % 8:
-        raise ArgumentError(f"{_OP}: argument 'x' has dim={dims['dim']} channels: the kernel takes a multiple of 8 "
-                            f"(its rows of channels start on 16-byte boundaries)")
     if dims["width"] > 32:
         raise ArgumentError(f"{_OP}: argument 'weight' has width={dims['width']}: at most 32 taps")
     checks.kernel_device(_OP, "x", x)
@@ -42,13 +39,14 @@ def _check(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: Option
 
 def _rows(x: Tensor) -> tuple[Tensor, int]:
     """``x [batch, dim, seqlen]`` as ``[batch, seqlen, dim]`` rows the kernel reads, and their stride: where
-    ``x`` lies (rows of one tensor, some of its columns: TMA addresses rows 16 bytes apart), else copied once
-    (also a view under ``Config.dynamic_tokens``: a kernel of symbolic length takes packed rows)."""
+    ``x`` lies (rows of one tensor, some of its columns, starting on a 16-byte boundary: rows of any stride, the
+    kernel reads rows TMA cannot address by the LSU), else copied once (also a view under
+    ``Config.dynamic_tokens``: a kernel of symbolic length takes packed rows)."""
     rows = x.transpose(1, 2)
     batch, seqlen, dim = rows.shape
     stride = rows.stride(1) if seqlen > 1 else dim
     lies = (not current().config.dynamic_tokens and (rows.stride(2) == 1 or dim == 1) and stride >= dim
-            and stride % 8 == 0 and (batch == 1 or rows.stride(0) == seqlen * stride)
+            and (batch == 1 or rows.stride(0) == seqlen * stride)
             and checks.start_bytes(rows) % checks.ALIGN == 0)
     if lies:
         return rows.as_strided(rows.shape, (seqlen * stride, stride, 1)), stride
