@@ -4,9 +4,10 @@
 sequence's start, as mamba's ``causal_conv1d_fn`` computes it (and ``F.conv1d(..., padding=width - 1,
 groups=channels)[..., :seqlen]``). Tokens lead, channels are contiguous (``[batch, seqlen, channels]``, how a
 model's projection leaves them): a block takes ``block_D`` channels of one sequence and walks ``block_S`` of its
-tokens in ``block_L``-token steps, each step loading its tokens and the ``width - 1`` before them (TMA zero-fills
-the rows before 0 and past the end; the store is clipped there). ``x`` may be a view of a wider tensor
-(``x_stride``: the elements between tokens; the channels of one fused in-projection, read as they lie).
+tokens in ``block_L``-token steps, each step loading its tokens and the ``width - 1`` before them (TMA or a guarded
+cp.async zero-fills the rows before 0 and past the end; the store is clipped there). ``x`` may be a view of a wider
+tensor (``x_stride``: the elements between tokens; the channels of one fused in-projection, read as they lie). Any
+channel count and stride: rows TMA cannot address are read and written by the LSU.
 
 I/O contract: ``x [batch, seqlen, channels]`` dtype (token stride ``x_stride``), ``weight [channels, width]``
 dtype, ``bias [channels]`` dtype; ``y [batch, seqlen, channels]`` dtype (packed). Arithmetic in float32.
