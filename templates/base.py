@@ -20,7 +20,8 @@ from tvm.script.ir_builder import IRBuilder
 from pt_tvm.errors import PtTvmError
 from pt_tvm.passes import HINTS_ATTR, check_emitted, pass_configs
 
-__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand", "named"]
+__all__ = ["Template", "TemplateError", "MAX_THREADS", "FAST_MATH", "size", "bucket", "priced", "operand", "named",
+           "check_strides", "strided"]
 
 MAX_THREADS = 1024  # threads per block on every chip pt-tvm models (CUDA's and HIP's limit)
 
@@ -56,6 +57,29 @@ def operand(shape: tuple, dtype: str, strides: tuple = ()) -> Any:
     tensor (some columns of a matrix, the heads of a fused projection): static, so TileLang builds its TMA
     descriptor over them (a symbolic stride makes TileLang 0.1.15 load it an element at a time)."""
     return T.StridedTensor(shape, tuple(strides), dtype) if strides else T.Tensor(shape, dtype)
+
+
+def check_strides(template: str, problem: Mapping[str, Any], dims: Mapping[str, tuple]) -> None:
+    """Each problem parameter of ``dims`` (absent: ``()``) is ``()``, a packed tensor, or one positive stride in
+    elements per dim named there (all but the last, unit-strided dim), each a multiple of 8: a TMA descriptor's
+    strides are whole 16-byte units (8 elements of fp16/bf16)."""
+    for key, names in dims.items():
+        strides = problem.get(key, ())
+        if not isinstance(strides, (tuple, list)) or (strides and (
+                len(strides) != len(names) or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % 8
+                                                  for v in strides))):
+            raise TemplateError(f"{template}: parameter {key!r} must be () for a packed tensor or its "
+                                f"({', '.join(names)}) strides in elements, {len(names)} positive multiples of 8 "
+                                f"(16 bytes), got {strides!r}")
+
+
+def strided(make: Callable[[tuple], Any], shape: tuple, strides: tuple) -> Any:
+    """``make(shape)``, a packed tensor, or (``strides``: all dims' but the last, whose stride is 1) a view at those
+    strides of ``make``'s values in storage just large enough: the views ``make_inputs`` gives a strided problem."""
+    if not strides:
+        return make(shape)
+    strides = (*strides, 1)
+    return make((1 + sum((n - 1) * st for n, st in zip(shape, strides)),)).as_strided(shape, strides)
 
 
 def priced(func: Any, hints: Mapping[str, int]) -> Any:

@@ -36,7 +36,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import FAST_MATH, Template, TemplateError, named, operand, priced
+from .base import FAST_MATH, Template, TemplateError, check_strides, named, operand, priced, strided
 from .online_softmax import (
     ACCUM,
     LOG2E,
@@ -458,7 +458,7 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     _check_common("flash_attention", problem, tile)
     _check_key_tail("flash_attention", problem, tile, lengths(problem)[1])
     _check_o_shared("flash_attention", problem, tile)
-    _check_strides("flash_attention", problem, ("batch", "seqlen", "heads"))
+    check_strides("flash_attention", problem, {key: ("batch", "seqlen", "heads") for key in _STRIDES})
 
 
 def _check_key_tail(template: str, problem: Mapping[str, Any], tile: Mapping[str, Any], seq_k: int) -> None:
@@ -485,19 +485,6 @@ def _check_o_shared(template: str, problem: Mapping[str, Any], tile: Mapping[str
                                           "take; use 0")
 
 
-def _check_strides(template: str, problem: Mapping[str, Any], dims: tuple) -> None:
-    """Each of ``q_strides``, ``k_strides``, ``v_strides`` is ``()`` (packed) or one positive stride in elements per
-    dim of ``dims`` (all but the head dim), each a multiple of 8: a TMA descriptor's strides are whole 16-byte units
-    (8 elements of fp16/bf16)."""
-    for key in _STRIDES:
-        strides = problem.get(key, ())
-        if not isinstance(strides, (tuple, list)) or (strides and (
-                len(strides) != len(dims) or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % 8
-                                                 for v in strides))):
-            raise _fail(template, key, f"must be () for a packed tensor or its ({', '.join(dims)}) strides in "
-                                       f"elements, {len(dims)} positive multiples of 8 (16 bytes), got {strides!r}")
-
-
 def _check_qkv(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """``flash_attention_qkv``'s ``Template.check``."""
     _check_int("flash_attention_qkv", "seq_len", problem["seq_len"])
@@ -511,7 +498,7 @@ def _check_varlen(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     for key in ("max_seqlen_q", "max_seqlen_k"):
         _check_int("flash_attention_varlen", key, problem[key])
     _check_common("flash_attention_varlen", problem, tile)
-    _check_strides("flash_attention_varlen", problem, ("total", "heads"))
+    check_strides("flash_attention_varlen", problem, {key: ("total", "heads") for key in _STRIDES})
 
 
 # ---------------------------------------------------------------- inputs
@@ -536,13 +523,8 @@ def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Gener
 
 def _randn_view(shape: tuple, strides: tuple, problem: Mapping[str, Any], device: Any,
                 generator: torch.Generator | None) -> torch.Tensor:
-    """:func:`_randn` packed, or (``strides``, the last dim's 1 implied) a view at those strides of random storage
-    just large enough."""
-    if not strides:
-        return _randn(shape, problem, device, generator)
-    strides = (*strides, 1)
-    storage = 1 + sum((n - 1) * st for n, st in zip(shape, strides))
-    return _randn((storage,), problem, device, generator).as_strided(shape, strides)
+    """:func:`_randn` packed, or a view at ``strides`` (:func:`strided`)."""
+    return strided(lambda s: _randn(s, problem, device, generator), shape, strides)
 
 
 def _make_qkv_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:

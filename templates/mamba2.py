@@ -66,7 +66,7 @@ from typing import Any, Mapping
 import tilelang.language as T
 import torch
 
-from .base import FAST_MATH, Template, TemplateError, named, priced, size
+from .base import FAST_MATH, Template, TemplateError, check_strides, named, operand, priced, size, strided
 
 __all__ = ["CHUNK_STATE", "CHUNK_SCAN", "n_chunks"]
 
@@ -93,6 +93,13 @@ def _lengths(seqlen: int, chunk: int, dynamic: bool) -> tuple:
     if dynamic:
         return size("seqlen", seqlen, True), size("nchunks", n_chunks(seqlen, chunk), True)
     return seqlen, n_chunks(seqlen, chunk)
+
+
+def _view(shape: tuple, dtype: str, strides: tuple) -> Any:
+    """The global type of a ``[batch, seqlen, heads or groups, last]`` tensor: packed, or a view at ``strides``
+    (batch, sequence and head strides in elements: some columns of a fused projection, as Mamba2's ``x``, ``B``
+    and ``C`` lie in its convolved in-projection), which TMA reads where it lies."""
+    return operand(shape, dtype, (*strides, 1) if strides else ())
 
 
 def _hints(seqlen: int, chunk: int, dynamic: bool) -> dict:
@@ -129,7 +136,7 @@ class _Blk:
 def build_chunk_state(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, dtype: str,
     block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
-    dynamic_seqlen: bool = False,
+    dynamic_seqlen: bool = False, x_strides: tuple = (), B_strides: tuple = (),
 ):
     """``states[b,c,h] = (x * dt * decay)^T @ B`` per chunk: a ``block_M x block_N`` tile of
     ``(headdim, dstate)`` of ``block_H`` heads per block, a pipelined loop over the chunk in ``block_K`` positions.
@@ -139,6 +146,7 @@ def build_chunk_state(
     ``dt * exp(min(dA_last - dA_cumsum, 0))`` (one exp per position), writes the weighted,
     transposed ``x`` into a register fragment (the GEMM's A operand) and accumulates
     ``x_w @ B`` in float32. ``dynamic_seqlen``: one kernel for every sequence length, priced at ``seqlen``.
+    ``x_strides``, ``B_strides``: views (:func:`_view`), ``()`` packed.
 
     ``block_H`` heads of one group share the block's ``B`` tile, which every head otherwise reads again from L2
     (the 64 heads of Mamba2-1.3B's one group: twice a head's ``x`` bytes each); the heads are unrolled in Python,
@@ -146,6 +154,8 @@ def build_chunk_state(
     """
     L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
     packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
+    B_type = _view((batch, L, groups, dstate), dtype, B_strides)
+    x_type = _view((batch, L, heads, headdim), dtype, x_strides)
 
     @T.macro
     def tile_program(B, x, dt, dA_cumsum, states, by, blk):
@@ -183,8 +193,8 @@ def build_chunk_state(
 
     @T.prim_func
     def chunk_state(
-        B: T.Tensor((batch, L, groups, dstate), dtype),
-        x: T.Tensor((batch, L, heads, headdim), dtype),
+        B: B_type,
+        x: x_type,
         dt: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
         dA_cumsum: T.Tensor((batch, heads, nchunks, chunk), _ACCUM),
         states: T.Tensor((batch, nchunks, heads, headdim, dstate), _ACCUM),
@@ -200,7 +210,7 @@ def build_chunk_state(
 def build_chunk_scan(
     batch: int, seqlen: int, heads: int, headdim: int, dstate: int, chunk: int, groups: int, has_d: bool,
     dtype: str, block_M: int, block_N: int, block_K: int, threads: int, num_stages: int, block_H: int = 1,
-    dynamic_seqlen: bool = False, cb_dtype: str = _ACCUM,
+    dynamic_seqlen: bool = False, cb_dtype: str = _ACCUM, x_strides: tuple = (), C_strides: tuple = (),
 ):
     """``y`` for ``block_M`` rows of a chunk and ``block_N`` of ``headdim`` of ``block_H`` heads per block.
 
@@ -221,6 +231,7 @@ def build_chunk_scan(
     read of it before the loop would race that load (docs/NOTES-parity.md). ``dynamic_seqlen``: one kernel for
     every sequence length, priced at ``seqlen``. ``cb_dtype``: float32 as mamba passes ``cb``, or the input dtype,
     half the bytes that every head reads again (the scores are rounded to it for their GEMM in either case).
+    ``x_strides``, ``C_strides``: views (:func:`_view`), ``()`` packed; ``out`` is packed.
     """
     L, nchunks = _lengths(seqlen, chunk, dynamic_seqlen)
     packed = tuple(range(block_H))  # a Python iterable: the builder unrolls a loop over it
@@ -246,7 +257,7 @@ def build_chunk_scan(
     cb_shape = (batch, nchunks, groups, chunk, chunk)
     seq_shape = (batch, L, heads, headdim)
     chunk_shape = (batch, heads, nchunks, chunk)
-    bc_shape = (batch, L, groups, dstate)
+    x_type, C_type = _view(seq_shape, dtype, x_strides), _view((batch, L, groups, dstate), dtype, C_strides)
     states_shape = (batch, nchunks, heads, headdim, dstate)
 
     @T.macro
@@ -315,8 +326,8 @@ def build_chunk_scan(
     if has_d:
         @T.prim_func
         def chunk_scan(
-            cb: T.Tensor(cb_shape, cb_dtype), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
-            dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: T.Tensor(bc_shape, dtype),
+            cb: T.Tensor(cb_shape, cb_dtype), x: x_type, dt: T.Tensor(chunk_shape, _ACCUM),
+            dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: C_type,
             prev_states: T.Tensor(states_shape, dtype), D: T.Tensor((heads,), _ACCUM),
             out: T.Tensor(seq_shape, dtype),
         ):
@@ -324,8 +335,8 @@ def build_chunk_scan(
     else:
         @T.prim_func
         def chunk_scan(
-            cb: T.Tensor(cb_shape, cb_dtype), x: T.Tensor(seq_shape, dtype), dt: T.Tensor(chunk_shape, _ACCUM),
-            dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: T.Tensor(bc_shape, dtype),
+            cb: T.Tensor(cb_shape, cb_dtype), x: x_type, dt: T.Tensor(chunk_shape, _ACCUM),
+            dA_cumsum: T.Tensor(chunk_shape, _ACCUM), C: C_type,
             prev_states: T.Tensor(states_shape, dtype), out: T.Tensor(seq_shape, dtype),
         ):
             kernel(cb, x, dt, dA_cumsum, C, prev_states, None, out)
@@ -334,6 +345,9 @@ def build_chunk_scan(
 
 
 # ---------------------------------------------------------------- parameters
+_X_DIMS, _BC_DIMS = ("batch", "seqlen", "heads"), ("batch", "seqlen", "groups")  # a view's strided dims
+
+
 def _fail(template: str, param: str, message: str) -> TemplateError:
     """A TemplateError that names the offending parameter first."""
     return TemplateError(f"{template}: parameter {param!r} {message}")
@@ -382,6 +396,7 @@ def _check_state(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     """chunk_state tiles (headdim, dstate) by (block_M, block_N) and walks the chunk in block_K."""
     _check_common("chunk_state", problem, tile)
     _check_heads("chunk_state", problem, tile, "B")
+    check_strides("chunk_state", problem, {"x_strides": _X_DIMS, "B_strides": _BC_DIMS})
 
 
 def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
@@ -396,6 +411,7 @@ def _check_scan(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
         raise _fail("chunk_scan", "block_M", f"={tile['block_M']} must divide chunk={problem['chunk']} (a block of "
                                              "rows stays within one chunk)")
     _check_heads("chunk_scan", problem, tile, "cb and C")
+    check_strides("chunk_scan", problem, {"x_strides": _X_DIMS, "C_strides": _BC_DIMS})
     if problem["cb_dtype"] not in (_ACCUM, problem["dtype"]):
         raise _fail("chunk_scan", "cb_dtype", f"must be {_ACCUM!r} or the input dtype {problem['dtype']!r}, got "
                                               f"{problem['cb_dtype']!r}")
@@ -410,6 +426,13 @@ def _randn(shape: tuple, dtype: Any, device: Any, generator: torch.Generator | N
     """Standard-normal values drawn on the generator's device, then cast and moved."""
     where = _generator_device(device, generator)
     return torch.randn(shape, generator=generator, device=where).to(device=device, dtype=dtype)
+
+
+def _randn_view(shape: tuple, problem: Mapping[str, Any], key: str, device: Any,
+                generator: torch.Generator | None) -> torch.Tensor:
+    """:func:`_randn` in the problem's dtype, packed or a view at ``problem[key]`` (:func:`strided`)."""
+    dtype = getattr(torch, problem["dtype"])
+    return strided(lambda s: _randn(s, dtype, device, generator), shape, problem.get(key, ()))
 
 
 def _rand(shape: tuple, device: Any, generator: torch.Generator | None) -> torch.Tensor:
@@ -436,9 +459,8 @@ def _dt_and_cumsum(problem: Mapping[str, Any], device: Any, generator: torch.Gen
 def _make_state_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Generator | None) -> tuple:
     """``(B, x, dt, dA_cumsum)``: the arguments of mamba's ``_chunk_state_fwd`` in its order."""
     p = problem
-    dtype = getattr(torch, p["dtype"])
-    B = _randn((p["batch"], p["seqlen"], p["groups"], p["dstate"]), dtype, device, generator)
-    x = _randn((p["batch"], p["seqlen"], p["heads"], p["headdim"]), dtype, device, generator)
+    B = _randn_view((p["batch"], p["seqlen"], p["groups"], p["dstate"]), p, "B_strides", device, generator)
+    x = _randn_view((p["batch"], p["seqlen"], p["heads"], p["headdim"]), p, "x_strides", device, generator)
     return (B, x, *_dt_and_cumsum(problem, device, generator))
 
 
@@ -452,8 +474,8 @@ def _make_scan_inputs(problem: Mapping[str, Any], device: Any, generator: torch.
     b, L, g, n, chunk = p["batch"], p["seqlen"], p["groups"], p["dstate"], p["chunk"]
     nchunks = n_chunks(L, chunk)
     B = _randn((b, L, g, n), dtype, device, generator)
-    C = _randn((b, L, g, n), dtype, device, generator)
-    x = _randn((b, L, p["heads"], p["headdim"]), dtype, device, generator)
+    C = _randn_view((b, L, g, n), p, "C_strides", device, generator)
+    x = _randn_view((b, L, p["heads"], p["headdim"]), p, "x_strides", device, generator)
     dt, dA_cumsum = _dt_and_cumsum(problem, device, generator)
     prev_states = _randn((b, nchunks, p["heads"], p["headdim"], n), dtype, device, generator)
     cb = torch.einsum("bclgn,bcsgn->bcgls", _padded(C, nchunks * chunk).float().reshape(b, nchunks, chunk, g, n),
@@ -542,13 +564,13 @@ def _scan_flops(problem: Mapping[str, Any]) -> float:
 
 # Mamba2-1.3B: d_model 2048, expand 2 -> 4096 inner = 64 heads x 64; d_state 128, chunk 256, 1 group.
 _PROBLEM = {"batch": 1, "seqlen": 4096, "heads": 64, "headdim": 64, "dstate": 128, "chunk": 256, "groups": 1,
-            "dtype": "float16", "dynamic_seqlen": False}
+            "dtype": "float16", "dynamic_seqlen": False, "x_strides": ()}
 
 CHUNK_STATE = Template(
     name="chunk_state",
     builder=build_chunk_state,
     reference=_state_reference,
-    problem=dict(_PROBLEM),
+    problem={**_PROBLEM, "B_strides": ()},
     tile={"block_M": 64, "block_N": 128, "block_K": 64, "threads": 128, "block_H": 1},
     # block_H (heads a block sharing the B tile) is a pin, not searched (docs/NOTES-parity.md)
     tile_space={"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64, 128), "threads": (128, 256)},
@@ -557,7 +579,8 @@ CHUNK_STATE = Template(
     out_idx=(4,),
     check=_check_state,
     doc="Mamba2 SSD chunk state: states[b,c,h] = (x*dt*decay)^T B per chunk, fp32 out "
-        "(= mamba_ssm _chunk_state_fwd(B, x, dt, dA_cumsum, states_in_fp32=True)).",
+        "(= mamba_ssm _chunk_state_fwd(B, x, dt, dA_cumsum, states_in_fp32=True)); x/B_strides: views "
+        "(batch, seqlen, heads/groups strides), () packed.",
     pass_configs=FAST_MATH,
 )
 
@@ -565,7 +588,7 @@ CHUNK_SCAN = Template(
     name="chunk_scan",
     builder=build_chunk_scan,
     reference=_scan_reference,
-    problem={**_PROBLEM, "has_d": True, "cb_dtype": _ACCUM},
+    problem={**_PROBLEM, "has_d": True, "cb_dtype": _ACCUM, "C_strides": ()},
     tile={"block_M": 64, "block_N": 64, "block_K": 64, "threads": 128, "block_H": 1},
     # block_H (heads a block) is a pin, not searched: on one H100 two heads a block ran 1.05x faster at batch 64 x
     # 1024 and 0.93x at 1 x 16384, four 0.82x and 0.80x, where the model prices them 1.5x and 1.7x faster
@@ -576,6 +599,7 @@ CHUNK_SCAN = Template(
     out_idx=(-1,),  # the last parameter: 6 without D, 7 with it
     check=_check_scan,
     doc="Mamba2 SSD chunk scan: y = causal(cb*decay*dt) @ x + exp(dA_cs) C prev_states (+ D x), "
-        "cb = C B^T given in fp32 (= mamba_ssm _chunk_scan_fwd(cb, x, dt, dA_cumsum, C, states, D)).",
+        "cb = C B^T given in fp32 (= mamba_ssm _chunk_scan_fwd(cb, x, dt, dA_cumsum, C, states, D)); "
+        "x/C_strides: views (batch, seqlen, heads/groups strides), () packed.",
     pass_configs=FAST_MATH,
 )

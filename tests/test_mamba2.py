@@ -424,6 +424,26 @@ def test_search_and_emit(name: str, chip: str, tmp_path) -> None:
         compiles_without_spills(src, tmp_path, arch={"h100": "90a", "a100": "80"}[chip])
 
 
+@pytest.mark.parametrize("name, view", [("chunk_state", "B_strides"), ("chunk_scan", "C_strides")])
+def test_views_of_a_projection_are_priced_and_read_where_they_lie(name: str, view: str) -> None:
+    """``x`` and ``B``/``C`` as columns of Mamba2's 4352-wide convolved in-projection: the search prices the same
+    bytes as packed tensors (the same pick at the same price) and the kernel loads their rows 4352 apart, 16
+    bytes a load."""
+    from pt_tvm.compiler import lower, schedule_template
+
+    L, width = 512, 4352
+    params = {"batch": 2, "seqlen": L, "heads": 8}
+    views = {"x_strides": (L * width, width, 64), view: (L * width, width, 128)}
+    packed, _, _ = schedule_template(name, "h100", params=params)
+    result, problem, build = schedule_template(name, "h100", params={**params, **views})
+    assert problem["x_strides"] == views["x_strides"] and problem[view] == views[view]
+    assert result.best.plan.tile == packed.best.plan.tile and result.best.seconds == packed.best.seconds
+    src = lower(build(), "h100", plan=result.best.plan, pass_configs=get(name).pass_configs).kernel_source
+    loads = [line for line in src.splitlines() if "cp_async_gs<16>" in line or "*(uint4*)" in line]
+    assert loads and all("* 4352)" in line for line in loads if "(x[" in line or "(x +" in line)
+    assert any("* 4352)" in line for line in loads if "(x[" in line or "(x +" in line)
+
+
 def test_cp_async_reader_ahead_of_split_loads_is_rejected() -> None:
     """The measured race is an emission violation; the same reader ahead of adjacent loads (one cp.async
     group, emitted with ``cp_async_wait<0>``) and program orders are not."""
@@ -480,6 +500,10 @@ def test_search_emits_no_racy_cp_async_order() -> None:
         ("chunk_state", {"groups": 8, "heads": 16, "block_H": 4}, "block_H"),
         ("chunk_scan", {"cb_dtype": "bfloat16"}, "cb_dtype"),
         ("chunk_scan", {"cb_dtype": "float64"}, "cb_dtype"),
+        ("chunk_state", {"x_strides": (4096, 64)}, "x_strides"),
+        ("chunk_state", {"B_strides": (4352, 4352, 130)}, "B_strides"),
+        ("chunk_scan", {"C_strides": [0, 4352, 128]}, "C_strides"),
+        ("chunk_scan", {"x_strides": "packed"}, "x_strides"),
     ],
 )
 def test_bad_parameters_raise(name: str, overrides: dict, param: str) -> None:

@@ -361,7 +361,8 @@ def test_dynamic_tokens_ssd_one_kernel_pair_per_bucket(dispatch, caplog):
             assert len(store) == (2 if s < 256 else 4)
     assert (calls.search, calls.compile) == (4, 4)
     messages = [r.getMessage() for r in caplog.records if r.name == "pt_tvm.ops"]
-    assert messages[0].startswith("chunk_state {batch=1, seqlen=256,") and "dynamic_seqlen=True}" in messages[0]
+    assert messages[0].startswith("chunk_state {batch=1, seqlen=256,")
+    assert "dynamic_seqlen=True, x_strides=()" in messages[0]
     assert messages[3].startswith("chunk_scan {batch=1, seqlen=512,") and "dynamic_seqlen=True" in messages[3]
 
 
@@ -698,6 +699,42 @@ def test_ssd_chunk_scan_matches_the_recurrence(dispatch, extras):
     assert rel_err(out.float(), ref) < REL_TOL["float16"]  # 2e-4 to 4e-4: fp16 rounding of inputs and outputs
     assert rel_err(final, ref_final) < 1e-5  # float32 throughout
     assert (calls.search, calls.compile) == (2, 2)  # chunk_state and chunk_scan
+
+
+def test_ssd_reads_the_projection_columns_as_they_lie(dispatch):
+    """Mamba2's ``x``, ``B`` and ``C``, columns of its convolved in-projection ``[batch, seqlen, heads * headdim +
+    2 * groups * dstate]``, reach both kernels as views (each problem built at their strides, no copy); columns
+    starting off a 16-byte boundary are copied once, packed; every result matches the recurrence."""
+    _, store = dispatch
+    b, s, h, p, g, n = 2, 200, 4, 64, 2, 128
+    width = h * p + 2 * g * n
+    xBC = randn(b, s, width + 8, seed=8)
+    _, dt, A, _, _ = _ssd_inputs(b=b, s=s, h=h, p=p, g=g, n=n)
+    for start, strided in ((0, True), (1, False)):
+        cols = xBC[..., start:start + width]
+        x, B, C = (t.unflatten(-1, (-1, size)) for t, size in zip(cols.split([h * p, g * n, g * n], -1), (p, n, n)))
+        out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 64, return_final_states=True)
+        ref, ref_final = ssd_recurrence(x, dt, A, B, C)
+        assert rel_err(out.float(), ref) < REL_TOL["float16"] and rel_err(final, ref_final) < 1e-5
+        problems = {name: dict(problem) for name, problem, _ in store._kernels}
+        rows = (s * (width + 8), width + 8)
+        views = {"x_strides": (*rows, p), "B_strides": (*rows, n), "C_strides": (*rows, n)} if strided else {}
+        assert {k: v for k, v in problems["chunk_state"].items() if k.endswith("_strides") and v} == \
+            {k: views[k] for k in ("x_strides", "B_strides") if k in views}
+        assert {k: v for k, v in problems["chunk_scan"].items() if k.endswith("_strides") and v} == \
+            {k: views[k] for k in ("x_strides", "C_strides") if k in views}
+        store._kernels.clear()
+
+
+def test_chunk_ops_refuse_views_tma_cannot_read(dispatch):
+    """The kernel ops take views whose strides TMA can address and name the argument otherwise."""
+    B, dt = _ssd_inputs(s=64)[3], torch.rand(2, 4, 1, 64)
+    x = randn(2, 64, 4, 68)[..., :64]  # heads 136 bytes apart
+    with pytest.raises(checks.ArgumentError, match="argument 'x' has stride 68 in dim 2"):
+        ops.chunk_state(B, x, dt, dt)
+    with pytest.raises(checks.ArgumentError, match="argument 'C' has stride 68 in dim 2"):
+        ops.chunk_scan(torch.rand(2, 1, 2, 64, 64), x.contiguous(), dt, dt, randn(2, 64, 2, 68)[..., :64],
+                       randn(2, 1, 4, 64, 64))
 
 
 def test_ssd_glue_with_a_partial_last_chunk():

@@ -353,6 +353,32 @@ def test_ssd_chunk_scan(gen, seqlen, dtype, extras):
     assert ssd_module._compiled.cache_info().currsize >= 2  # called eagerly: its glue ran compiled
 
 
+@pytest.mark.parametrize("seqlen", [512, 777])
+def test_ssd_chunk_scan_on_projection_columns(gen, seqlen):
+    """Mamba2's ``x``, ``B``, ``C`` as columns of one ``[batch, seqlen, heads * headdim + 2 * groups * dstate]``
+    tensor (its convolved in-projection), which both kernels read where they lie; ``chunk_state`` and
+    ``chunk_scan`` called on such views match their references too."""
+    b, h, p, g, n = 2, 8, 64, 2, 128
+    xBC = randn(gen, b, seqlen, h * p + 2 * g * n)
+    x, B, C = (t.unflatten(-1, (-1, size)) for t, size in zip(xBC.split([h * p, g * n, g * n], -1), (p, n, n)))
+    assert not x.is_contiguous()
+    dt = randn(gen, b, seqlen, h, dtype=F32) - 3.0
+    A = -(1.0 + 15.0 * torch.rand(h, generator=gen, device="cuda"))
+    kw = {"D": randn(gen, h, dtype=F32), "dt_bias": randn(gen, h, dtype=F32, scale=0.5), "dt_softplus": True}
+    out, final = ops.ssd_chunk_scan(x, dt, A, B, C, 256, return_final_states=True, **kw)
+    ref, ref_final = ssd_recurrence(x, dt, A, B, C, **kw)
+    close(out, ref, F16, f"ssd_chunk_scan on projection columns, seqlen={seqlen}")
+    close(final, ref_final, F16, f"ssd_chunk_scan on projection columns, seqlen={seqlen}, final state")
+    for name in ("chunk_state", "chunk_scan"):
+        template = templates.get(name)
+        problem, _ = template.resolve(**{**SSD, "seqlen": seqlen}, dtype="float16")
+        inputs = list(template.make_inputs(problem, "cuda", gen))
+        views = {"chunk_state": {0: B, 1: x}, "chunk_scan": {1: x, 4: C}}[name]
+        for i, view in views.items():
+            inputs[i] = view.copy_(inputs[i])  # the inputs' values at the projection's strides
+        close(getattr(ops, name)(*inputs), template.reference(*inputs, **problem), F16, f"{name} on views")
+
+
 # ---------------------------------------------------------------- a model under torch.compile
 class Block(torch.nn.Module):
     """Attention and an SSD mixer, every heavy op a pt-tvm op (``torch_ops=True``: the same in plain PyTorch)."""

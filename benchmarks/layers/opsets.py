@@ -1,8 +1,8 @@
 """The op sets of the layers' other systems: pt-tvm's PyTorch ops, and mamba-ssm's Triton kernels.
 
 Each set calls its library as that library's user would, adapting only what the library's contract asks
-(pt-tvm's SwiGLU, QKV-RoPE and SSD ops take contiguous tensors: the layers' slices of fused projections are
-copied for them; its linear and attention read them as they lie).
+(pt-tvm's SwiGLU and QKV-RoPE ops take contiguous tensors: the layers' slices of fused projections are copied for
+them; its linear, attention, conv and SSD ops read them as they lie).
 pt-tvm's set fuses the QKV projection with RoPE in one kernel whose output its attention reads as it lies.
 What a library does not offer stays plain PyTorch (:mod:`benchmarks.layers.models`): pt-tvm has no norm
 kernel, mamba-ssm no attention. pt-tvm's set runs Mamba's causal conv1d on its own kernel
@@ -34,8 +34,7 @@ def _attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
 
 
 def _ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk: int, D: Tensor, dt_bias: Tensor) -> Tensor:
-    return pt_ops.ssd_chunk_scan(x.contiguous(), dt, A, B.contiguous(), C.contiguous(), chunk, D=D, dt_bias=dt_bias,
-                                 dt_softplus=True)
+    return pt_ops.ssd_chunk_scan(x, dt, A, B, C, chunk, D=D, dt_bias=dt_bias, dt_softplus=True)
 
 
 def _rope_attention(x: Tensor, weight: Tensor, cos: Tensor, sin: Tensor, kv_heads: int) -> Tensor:

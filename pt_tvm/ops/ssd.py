@@ -30,7 +30,7 @@ from torch import Tensor
 
 from . import checks
 from .checks import ArgumentError, ArgumentTypeError
-from .kernels import launch, tokens
+from .kernels import current, launch, tokens
 
 __all__ = ["chunk_state", "chunk_scan", "ssd_chunk_scan", "prefix_sum"]
 
@@ -41,11 +41,26 @@ _CB = ("batch", "nchunks", "groups", "chunk", "chunk")
 _STATES = ("batch", "nchunks", "heads", "headdim", "dstate")
 
 
-def _bind(op: str, dims: checks.Dims, args: tuple) -> None:
-    """Check and bind ``(name, tensor, layout, dtypes)`` kernel arguments (contiguous)."""
+def _bind(op: str, dims: checks.Dims, args: tuple, contiguous: bool = True) -> None:
+    """Check and bind ``(name, tensor, layout, dtypes)`` kernel arguments (contiguous unless told otherwise: the
+    kernels read ``x``, ``B`` and ``C`` as views, :func:`_views`)."""
     for name, t, layout, dtypes in args:
-        checks.tensor(op, name, t, layout, dtypes)
+        checks.tensor(op, name, t, layout, dtypes, contiguous=contiguous)
         dims.bind(name, t, layout)
+
+
+def _views(op: str, tensors: dict[str, Tensor]) -> tuple[list[Tensor], dict]:
+    """``x``, ``B``, ``C`` as the kernel reads them, and the problem's strides of those that are views: where they
+    lie (:func:`checks.tma_view`: some columns of Mamba2's convolved in-projection, which a layer would otherwise
+    copy), except under ``Config.dynamic_tokens``, whose kernels of a symbolic length take packed tensors (a view's
+    batch stride follows the length): copied there."""
+    out, strides = [], {}
+    for name, t in tensors.items():
+        view, stride = checks.tma_view(op, name, t.contiguous() if current().config.dynamic_tokens else t)
+        out.append(view)
+        if stride:
+            strides[f"{name}_strides"] = stride
+    return out, strides
 
 
 def _check_chunks(op: str, dims: checks.Dims, heads_from: str) -> None:
@@ -76,8 +91,8 @@ def _problem(dims: checks.Dims, x: Tensor) -> dict:
 def _check_state(B: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor) -> checks.Dims:
     op = "pt_tvm.ops.chunk_state"
     dims = checks.Dims(op)
-    _bind(op, dims, (("B", B, _BC, checks.HALF), ("x", x, _X, checks.HALF), ("dt", dt, _CHUNKED, checks.FLOAT32),
-                     ("dA_cumsum", dA_cumsum, _CHUNKED, checks.FLOAT32)))
+    _bind(op, dims, (("B", B, _BC, checks.HALF), ("x", x, _X, checks.HALF)), contiguous=False)
+    _bind(op, dims, (("dt", dt, _CHUNKED, checks.FLOAT32), ("dA_cumsum", dA_cumsum, _CHUNKED, checks.FLOAT32)))
     _same_dtype(op, "x", {"x": x, "B": B})
     _check_chunks(op, dims, "x")
     checks.kernel_device(op, "x", x)
@@ -90,16 +105,19 @@ def chunk_state(B: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor) -> Tensor:
     """The state each chunk leaves behind, ``states [batch, nchunks, heads, headdim, dstate]`` float32
     (mamba_ssm's ``_chunk_state_fwd(B, x, dt, dA_cumsum, states_in_fp32=True)``).
 
-    ``B [batch, seqlen, groups, dstate]`` and ``x [batch, seqlen, heads, headdim]`` float16 or bfloat16;
-    ``dt`` and ``dA_cumsum [batch, heads, nchunks, chunk]`` float32; contiguous, on one CUDA device.
+    ``B [batch, seqlen, groups, dstate]`` and ``x [batch, seqlen, heads, headdim]`` float16 or bfloat16, contiguous
+    or views read as they lie (unit-strided last dim, other strides whole 16-byte units: columns of a fused
+    projection); ``dt`` and ``dA_cumsum [batch, heads, nchunks, chunk]`` float32, contiguous; on one CUDA device.
     """
     dims = _check_state(B, x, dt, dA_cumsum)
-    return launch("chunk_state", _problem(dims, x), B, x, dt, dA_cumsum)
+    (B, x), strides = _views("pt_tvm.ops.chunk_state", {"B": B, "x": x})
+    return launch("chunk_state", {**_problem(dims, x), **strides}, B, x, dt, dA_cumsum)
 
 
 @chunk_state.register_fake
 def _(B, x, dt, dA_cumsum):
     d = _check_state(B, x, dt, dA_cumsum)
+    _views("pt_tvm.ops.chunk_state", {"B": B, "x": x})
     return x.new_empty((d["batch"], d["nchunks"], d["heads"], d["headdim"], d["dstate"]), dtype=torch.float32)
 
 
@@ -107,9 +125,10 @@ def _check_scan(cb: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor, C: Tensor,
                 D: Optional[Tensor]) -> checks.Dims:
     op = "pt_tvm.ops.chunk_scan"
     dims = checks.Dims(op)
-    _bind(op, dims, (("cb", cb, _CB, checks.FLOATS), ("x", x, _X, checks.HALF),
-                     ("dt", dt, _CHUNKED, checks.FLOAT32), ("dA_cumsum", dA_cumsum, _CHUNKED, checks.FLOAT32),
-                     ("C", C, _BC, checks.HALF), ("prev_states", prev_states, _STATES, checks.HALF)))
+    _bind(op, dims, (("x", x, _X, checks.HALF), ("C", C, _BC, checks.HALF)), contiguous=False)
+    _bind(op, dims, (("cb", cb, _CB, checks.FLOATS), ("dt", dt, _CHUNKED, checks.FLOAT32),
+                     ("dA_cumsum", dA_cumsum, _CHUNKED, checks.FLOAT32),
+                     ("prev_states", prev_states, _STATES, checks.HALF)))
     if D is not None:
         _bind(op, dims, (("D", D, ("heads",), checks.FLOAT32),))
     _same_dtype(op, "x", {"x": x, "C": C, "prev_states": prev_states})
@@ -131,10 +150,13 @@ def chunk_scan(cb: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor, C: Tensor, 
 
     ``cb [batch, nchunks, groups, chunk, chunk]`` float32 or ``x``'s dtype; ``x``, ``dt``, ``dA_cumsum`` as for
     :func:`chunk_state`; ``C [batch, seqlen, groups, dstate]`` and ``prev_states [batch, nchunks, heads,
-    headdim, dstate]`` in ``x``'s dtype; ``D [heads]`` float32; contiguous, on one CUDA device.
+    headdim, dstate]`` in ``x``'s dtype; ``D [heads]`` float32; contiguous (``x`` and ``C`` also views, as for
+    :func:`chunk_state`), on one CUDA device. ``out`` is contiguous.
     """
     dims = _check_scan(cb, x, dt, dA_cumsum, C, prev_states, D)
-    problem = {**_problem(dims, x), "has_d": D is not None, "cb_dtype": str(cb.dtype).removeprefix("torch.")}
+    (x, C), strides = _views("pt_tvm.ops.chunk_scan", {"x": x, "C": C})
+    problem = {**_problem(dims, x), "has_d": D is not None, "cb_dtype": str(cb.dtype).removeprefix("torch."),
+               **strides}
     inputs = (cb, x, dt, dA_cumsum, C, prev_states) + (() if D is None else (D,))
     return launch("chunk_scan", problem, *inputs)
 
@@ -142,17 +164,19 @@ def chunk_scan(cb: Tensor, x: Tensor, dt: Tensor, dA_cumsum: Tensor, C: Tensor, 
 @chunk_scan.register_fake
 def _(cb, x, dt, dA_cumsum, C, prev_states, D=None):
     _check_scan(cb, x, dt, dA_cumsum, C, prev_states, D)
-    return torch.empty_like(x)
+    _views("pt_tvm.ops.chunk_scan", {"x": x, "C": C})
+    return x.new_empty(x.shape)
 
 
 # ---------------------------------------------------------------- the whole forward
 def _check_ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk_size: int, D: Optional[Tensor],
                z: Optional[Tensor], dt_bias: Optional[Tensor], initial_states: Optional[Tensor], dt_min: float,
                dt_max: Optional[float]) -> None:
-    """``x``, ``B``, ``C`` go to the kernels as they are (contiguous); the rest is read by PyTorch glue."""
+    """``x``, ``B``, ``C`` go to the kernels (:func:`_addressable`); the rest is read by PyTorch glue."""
     op = "pt_tvm.ops.ssd_chunk_scan"
     dims = checks.Dims(op)
-    _bind(op, dims, (("x", x, _X, checks.HALF), ("B", B, _BC, checks.HALF), ("C", C, _BC, checks.HALF)))
+    _bind(op, dims, (("x", x, _X, checks.HALF), ("B", B, _BC, checks.HALF), ("C", C, _BC, checks.HALF)),
+          contiguous=False)
     _same_dtype(op, "x", {"x": x, "B": B, "C": C})
     optional = {"D": D, "z": z, "dt_bias": dt_bias, "initial_states": initial_states}
     if D is not None and D.dim() not in (1, 2):
@@ -175,6 +199,15 @@ def _check_ssd(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk_siz
                             f"got ({dt_min}, {dt_max})")
     checks.kernel_device(op, "x", x)
     checks.same_device(op, {"x": x, "dt": dt, "A": A, "B": B, "C": C, **optional})
+
+
+def _addressable(t: Tensor) -> Tensor:
+    """``t`` where the kernels can read it as it lies (:func:`_views`), else copied once, contiguous."""
+    try:
+        checks.tma_view("pt_tvm.ops.ssd_chunk_scan", "x", t)
+    except ArgumentError:
+        return t.contiguous()
+    return t
 
 
 def _traced(x: Tensor) -> bool:
@@ -305,6 +338,7 @@ def _ssd_chunk_scan(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chun
         final = (initial_states.to(torch.float32, copy=True) if initial_states is not None
                  else x.new_zeros((batch, heads, headdim, B.shape[-1]), dtype=torch.float32))
         return torch.empty_like(x), final
+    x, B, C = (_addressable(t) for t in (x, B, C))
     glue = _glue(x)
     dt, dA_cumsum = glue(_chunk_cumsum)(dt, A, chunk_size, dt_bias, dt_softplus, dt_min, dt_max)
     states = chunk_state(B, x, dt, dA_cumsum)
@@ -323,8 +357,9 @@ def ssd_chunk_scan(x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, chunk
                    return_final_states: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """Mamba2's SSD forward, as mamba_ssm's ``mamba_chunk_scan_combined`` (no ``seq_idx``/``cu_seqlens``).
 
-    ``x [batch, seqlen, heads, headdim]``, ``B``/``C [batch, seqlen, groups, dstate]`` float16 or bfloat16
-    and contiguous; ``dt [batch, seqlen, heads]``, ``A [heads]``, ``dt_bias [heads]``, ``D [heads]`` or
+    ``x [batch, seqlen, heads, headdim]``, ``B``/``C [batch, seqlen, groups, dstate]`` float16 or bfloat16, read as
+    they lie where their rows start on 16-byte boundaries (columns of Mamba2's convolved in-projection), else copied
+    once; ``dt [batch, seqlen, heads]``, ``A [heads]``, ``dt_bias [heads]``, ``D [heads]`` or
     ``[heads, headdim]``, ``z`` like ``x``, ``initial_states [batch, heads, headdim, dstate]`` of any float
     dtype and layout; one CUDA device. Returns ``out`` like ``x``, and with ``return_final_states`` also the
     float32 state after the last position ``[batch, heads, headdim, dstate]``.
