@@ -270,7 +270,12 @@ def test_kernel_calls_follow_the_shapes():
                              "4352 float16, 'silu')")
     view = calls[1].args[0].zeros("cpu")
     assert view.stride() == (34865152, 1, 8512) and not view.any()
-    assert str(calls[2]).startswith("chunk_state(2x4096x1x128 float16, 2x4096x64x64 float16, 2x64x16x256 float32")
+    # and so do the SSD ops: B, x (then C, x) as columns of the convolved projection, [batch, seqlen, 4352] packed
+    assert str(calls[2]) == ("chunk_state(2x4096x1x128 float16 strides (17825792, 4352, 128, 1), 2x4096x64x64 float16 "
+                             "strides (17825792, 4352, 64, 1), 2x64x16x256 float32, 2x64x16x256 float32)")
+    scan = next(str(c) for c in calls if c.op == "chunk_scan")
+    assert "2x4096x64x64 float16 strides (17825792, 4352, 64, 1)" in scan, scan
+    assert "2x4096x1x128 float16 strides (17825792, 4352, 128, 1)" in scan, scan
 
 
 def test_warmer_replays_each_distinct_call_once_in_worker_processes():

@@ -31,3 +31,9 @@ timeout $limit python -m benchmarks run --suite layers --where "kernel=mamba2-1.
 echo "b$step: rc=$? (124: cut off at the time limit, finished configs kept)"
 grep -E "^mamba2-1.3b " $OUT/layers-b$step.log | cut -c1-220
 tail -4 $OUT/layers-b$step.log
+# What ran (2026-12-04, twenty-third session, ba74c62 (f9f99aa's code; ba74c62 changes a test only), three calls on
+# one H200 each: batch 1 (357 s), batch 16 (266 s), then tests and batch 4 in one (490 s; a first call's files at
+# f9f99aa were lost before they were copied, its figures within 1% of these): gpu-tests-ba74c62.txt.gz (no failures,
+# the Mamba2 small-config layer test not reached in its 150 s), layers-b1/b4/b16.json.gz and .log, every system's
+# output checked against float32; merged over 2026-12-03-h200-layers-mamba2-batched-conv as above (layers.json.gz,
+# layers/).
