@@ -42,22 +42,17 @@ def ssd_args(**overrides):
     return {**args, **overrides}
 
 
-def chunk_args(**overrides):
+def chunk_args(device="cpu", **overrides):
     b, s, h, p, g, n, c, L = 2, 256, 4, 64, 2, 128, 4, 64
-    args = {"cb": e(b, c, g, L, L, dtype=F32), "x": e(b, s, h, p), "dt": e(b, h, c, L, dtype=F32),
-            "dA_cumsum": e(b, h, c, L, dtype=F32), "C": e(b, s, g, n), "prev_states": e(b, c, h, p, n),
-            "D": e(h, dtype=F32)}
+    args = {"cb": e(b, c, g, L, L, dtype=F32, device=device), "x": e(b, s, h, p, device=device),
+            "dt": e(b, h, c, L, dtype=F32, device=device), "dA_cumsum": e(b, h, c, L, dtype=F32, device=device),
+            "C": e(b, s, g, n, device=device), "prev_states": e(b, c, h, p, n, device=device),
+            "D": e(h, dtype=F32, device=device)}
     return {**args, **overrides}
 
 
-def on_meta(args):
-    """The arguments on the meta device, strides kept: past the device check, to the checks of a view's layout."""
-    return {k: torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta") if torch.is_tensor(v) else v
-            for k, v in args.items()}
-
-
-def state_args(**overrides):
-    a = chunk_args()
+def state_args(device="cpu", **overrides):
+    a = chunk_args(device)
     return {"B": a["C"], "x": a["x"], "dt": a["dt"], "dA_cumsum": a["dA_cumsum"], **overrides}
 
 
@@ -161,9 +156,11 @@ CASES = [
     ("state-B-dtype", lambda: ops.chunk_state(**state_args(B=e(2, 256, 2, 128, dtype=BF16))), TypeError,
      "argument 'B' is torch.bfloat16 but 'x' is torch.float16"),
     ("state-cpu", lambda: ops.chunk_state(**state_args()), ValueError, "argument 'x' is on cpu"),
-    ("state-x-last-dim-strided", lambda: ops.chunk_state(**on_meta(state_args(x=e(2, 256, 64, 4).transpose(2, 3)))),
+    ("state-x-last-dim-strided", lambda: ops.chunk_state(**state_args(
+        "meta", x=e(2, 256, 64, 4, device="meta").transpose(2, 3))),
      ValueError, "argument 'x' must have a unit stride in its last dim .*pass x.contiguous()"),
-    ("state-x-stride-unaligned", lambda: ops.chunk_state(**on_meta(state_args(x=e(2, 256, 4, 68)[..., :64]))),
+    ("state-x-stride-unaligned", lambda: ops.chunk_state(**state_args(
+        "meta", x=e(2, 256, 4, 68, device="meta")[..., :64])),
      ValueError, r"argument 'x' has stride 68 in dim 2 .* positive multiples of 16 bytes; pass x.contiguous\(\)"),
     ("scan-prev-dtype", lambda: ops.chunk_scan(**chunk_args(prev_states=e(2, 4, 4, 64, 128, dtype=BF16))), TypeError,
      "argument 'prev_states' is torch.bfloat16 but 'x' is torch.float16"),
