@@ -354,9 +354,6 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
                                 "a kernel argument")
         if not problem.get("trans_B", True):  # gemm_swiglu's fused weight has no trans_B: it lies [2N, K]
             raise TemplateError("gemm: 'swap_ab' multiplies B as it lies ([N, K]): it needs trans_B")
-        if problem["M"] % 64 == 0:
-            raise TemplateError(f"gemm: M={problem['M']} is a multiple of 64, which plain tiles cover exactly: "
-                                "'swap_ab' is for the token counts they do not")
         if tile["block_N"] % 64 or tile["block_M"] not in _SWAP_ROWS:
             raise TemplateError(f"gemm: a swapped tile needs block_N a multiple of 64 (the tensor core's M side) "
                                 f"and block_M one of {_SWAP_ROWS} (its N side), got {tile['block_M']}x"

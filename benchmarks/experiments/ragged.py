@@ -48,6 +48,7 @@ from pt_tvm.tune import compile_jobs, warm
 
 BAR = 0.95
 FA = {"heads": 16, "kv_heads": 16, "dim": 128}
+SWIGLU = {"N": 14336, "K": 4096}  # LLaMA-3-8B's gate/up projection
 VARLEN_Q = [1500, 3000, 777, 2500, 1200, 3100, 640, 2000]  # a prefill batch of ragged prompts
 VARLEN_K = [1500, 3000, 2777, 2500, 1200, 3100, 4000, 2000]  # ... two of them after a KV cache
 # (template, ragged problem, which sizes are ragged and their tile, note)
@@ -70,6 +71,18 @@ PAIRS = [
                                 "max_seqlen_k": max(VARLEN_K), "causal": True, **FA}, {}, "packed, ragged lengths"),
     ("chunk_state", {"batch": 4, "seqlen": 4000}, {"seqlen": 256}, "partial last chunk"),
     ("chunk_scan", {"batch": 4, "seqlen": 4000}, {"seqlen": 256}, "partial last chunk"),
+    # the LLaMA-3-8B and Mamba2-1.3B layers' own kernels at the layers suite's ragged lengths
+    ("gemm_swiglu", {"M": 777, **SWIGLU}, {"M": 128}, "777 tokens"),
+    ("gemm_swiglu", {"M": 2500, **SWIGLU}, {"M": 128}, "2500 tokens"),
+    ("gemm_rope", {"M": 777, "seqlen": 777}, {"M": 128, "seqlen": 128}, "777 tokens"),
+    ("gemm_rope", {"M": 2500, "seqlen": 2500}, {"M": 128, "seqlen": 128}, "2500 tokens"),
+    ("flash_attention_qkv", {"seq_len": 777}, {"seq_len": 128}, "777 tokens, GQA 4"),
+    ("flash_attention_qkv", {"seq_len": 2500}, {"seq_len": 128}, "2500 tokens, GQA 4"),
+    ("causal_conv1d", {"seqlen": 2500}, {"seqlen": 128}, "2500 tokens"),
+    ("causal_conv1d", {"batch": 4, "seqlen": 4000}, {"seqlen": 128}, "4 x 4000 tokens"),
+    ("causal_conv1d", {"batch": 4, "seqlen": 4096, "channels": 4353, "x_stride": 4353},
+     {"channels": 128, "x_stride": 128}, "4353 channels (rows TMA cannot address)"),
+    ("decode_attention", {"batch": 8, "kv_len": 15000}, {"kv_len": 128}, "15000 keys"),
 ]
 DEADLINE_S = 480  # no pair starts timing after this
 TWIN, AGAIN = "tile multiple", "tile multiple again"

@@ -17,6 +17,7 @@ from pt_tvm import hw, ops, templates
 from pt_tvm.compiler import planned_func, schedule_template
 from pt_tvm.cost import estimate
 from pt_tvm.measure import (
+    QUEUED,
     REL_TOL,
     as_outputs,
     capture,
@@ -198,10 +199,12 @@ def _distinct(picks: Mapping[str, Candidate | None]) -> dict[str, Candidate]:
 
 def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir: str, out_name: str,
             command: str, deadline_s: float, space: SearchSpace | Callable[[dict], SearchSpace] = SearchSpace(),
-            template: str = "gemm", peer: str = "cublas", also: Sequence[str] = ()) -> list:
+            template: str = "gemm", peer: str = "cublas", also: Sequence[str] = (), settle_ms: float = 0.0,
+            rounds: int = 5) -> list:
     """Search each config (``note`` is a label; ``space`` a SearchSpace or one a config), time ``picks(result,
     vdev)`` against ``peer`` (a system of :mod:`benchmarks.systems`), and the peers ``also`` beside them (those
-    that build on this machine); the rows."""
+    that build on this machine); the rows. Timed queued, or with ``settle_ms`` from CUDA graphs, each callable
+    run that long before its share of a round (the suites' way)."""
     t_start = time.time()
     vdev = hw.from_device()
     tmpl = templates.get(template)
@@ -248,8 +251,13 @@ def compare(configs: Sequence[dict], picks: Picks, names: Sequence[str], out_dir
                 entry["error"] = f"{type(ex).__name__}: {ex}"[:400]
             info[name] = entry
         del refs
-        for name, t in time_interleaved(fns, sets, rounds=5, round_ms=150.0).items():
-            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(problem) / t.ms / 1e9)
+        if settle_ms:
+            way, timings = time_replayed(fns, sets, rounds=rounds, round_ms=150.0, settle_ms=settle_ms)
+        else:
+            way, timings = QUEUED, time_interleaved(fns, sets, rounds=rounds, round_ms=150.0)
+        for name, t in timings.items():
+            info[name].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80, tflops=tmpl.flops(problem) / t.ms / 1e9,
+                              timing=way)
         info["model pick"] = {"is": next((n for n, c in chosen.items() if c.plan == result.best.plan),
                                          describe(result.best))}
         rows.append({"config": cfg, "systems": info})

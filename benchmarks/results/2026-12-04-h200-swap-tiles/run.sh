@@ -1,0 +1,24 @@
+#!/bin/bash
+# Swapped GEMM tiles (swap_ab) offered where the token count is a multiple of 64 too, on ONE H200 (nvidia-h200):
+# the best plain and swapped plan of the layers' GEMMs whose pick the change moves, with cuBLAS (swap_tiles.py),
+# and the ragged experiment's pairs of the templates it had not covered (the layers' own kernels at their ragged
+# lengths; decode_attention), every output checked against float32. Device calls carrying .gpu-bundle:
+#   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh small COMMIT 300   swap_tiles small (512-4096 tokens)
+#   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh large COMMIT 300   swap_tiles large (16 x 4096 tokens)
+#   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh ragged COMMIT 540  the new ragged pairs
+set -u
+step=$1 limit=$3
+export PT_TVM_GIT_COMMIT=$2
+source benchmarks/gpu-env.sh
+env_setup || exit 1
+nvidia-smi -L
+export PYTHONPATH=$PWD:$PYTHONPATH
+if [ "$step" = ragged ]; then
+  timeout $limit python -m benchmarks.experiments.ragged $OUT gemm_swiglu gemm_rope flash_attention_qkv \
+    causal_conv1d decode_attention > $OUT/ragged.log 2>&1
+  echo "ragged: rc=$?"; tail -16 $OUT/ragged.log | cut -c1-230
+  exit 0
+fi
+timeout $limit python -m benchmarks.experiments.swap_tiles $OUT $step > $OUT/swap_tiles-$step.log 2>&1
+echo "swap_tiles $step: rc=$?"
+grep -A30 "^TFLOP/s over" $OUT/swap_tiles-$step.log | cut -c1-230
