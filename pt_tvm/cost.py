@@ -322,9 +322,11 @@ def _load_bound_stretch(sim: "_Timeline") -> float:
     of the same tiles as m64n256, where the loads were priced alike (the factors: 1.05, 1.15). Pricing the
     stretch took that run's first pick from 2.0% to 0.6% behind the fastest measured plan (geomean; worst 6.0% to
     2.7%) and the H100 run of 2026-11-27-x4-suites (gemms waiting) from 2.0% to 0.7% (worst 7.1% to 2.6%).
-    Swapped tiles (``swap_ab``) are stretched alike: left out, eleven of them were priced 3-9% further ahead of
-    the plain tiles than they ran (benchmarks/results/2026-12-04-h200-swap-tiles; SWAPPED_TILE_FACTOR)."""
-    return max(sim.wgmma.values(), default=1.0) if sim.l2_bound else 1.0
+    Swapped tiles (``swap_ab``) are left out: none was measured so, and the SwiGLU projection at 777 tokens ran
+    its swapped 112x256 tile in 277 us (2026-11-27-h200-layers) and the carried plain 128x256 in 285 us
+    (2026-11-29-h200-layers-carried; two runs on H200s), where the stretch prices the swapped tile 1% slower;
+    SWAPPED_TILE_FACTOR prices them instead."""
+    return max(sim.wgmma.values(), default=1.0) if sim.l2_bound and not sim.plan.tile.get("swap_ab") else 1.0
 
 
 def shared_port_cycles(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:
@@ -639,13 +641,14 @@ WIDE_ACCUMULATOR_REGS = 128
 WIDE_ACCUMULATOR_FACTOR = 1.11
 
 
-# A swapped GEMM tile (``swap_ab``: the tokens on the tensor core's N side) ran 0.97-1.10x the time of the best plain
-# tile where the model, its loads stretched as a plain tile's, priced it 0.58-1.07x (eleven pairs of the layers'
-# GEMMs at 512-65536 tokens, one H200: benchmarks/results/2026-12-04-h200-swap-tiles); priced 1.03x more, the
-# faster of each pair is picked on ten (the one left, 512 tokens of QKV + RoPE, measured 3% apart). What the
-# timeline misses is not isolated: a swapped plan keeps no gemm in flight into the next step (ptxas, C7514), and
-# its epilogue transposes the tile through shared memory.
-SWAPPED_TILE_FACTOR = 1.03
+# A swapped GEMM tile (``swap_ab``: the tokens on the tensor core's N side) ran 0.78-1.10x the time of the best plain
+# tile where the model priced it 0.56-0.99x (eleven pairs of the layers' GEMMs at 512-65536 tokens, one H200:
+# benchmarks/results/2026-12-04-h200-swap-tiles; with the SwiGLU projection at 777 tokens, 0.97x in two runs): priced
+# 1.05x more, the faster of each pair is picked on eleven of the twelve (the one left, Mamba2's in-projection at
+# 4096 tokens, ran 0.6% apart; 1.04 and 1.06 pick nine and ten). What the timeline misses is not isolated: a swapped
+# plan keeps no gemm in flight into the next step (ptxas, C7514), and its epilogue transposes the tile through
+# shared memory.
+SWAPPED_TILE_FACTOR = 1.05
 
 
 def _tile_factor(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> float:

@@ -7,8 +7,8 @@ every output against float32 on fresh inputs (NaN-prefilled), then timed with cu
 SwiGLU, F.linear then ``silu(gate) * up``; gemm_rope against the model's pick) from CUDA graphs, settled, in
 alternating rounds, inputs rotated past the L2.
 
-Run from the project root on the GPU machine: ``python -m benchmarks.experiments.swap_tiles $OUT [small|large]``
-(small: up to 4096 tokens; large: 16 x 4096). Writes ``swap_tiles[-PART].json`` and ``...-swiglu``/``-rope``.
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.swap_tiles $OUT [small|ragged|large]``
+(small: up to 4096 tokens; ragged: 2500 tokens, where SWAPPED_TILE_FACTOR moved the picks; large: 16 x 4096). Writes ``swap_tiles[-PART].json`` and ``...-swiglu``/``-rope``.
 """
 import os
 import sys
@@ -24,6 +24,7 @@ PARTS = {
                        for N, K, note in _GEMMS[2:3]],
               "gemm_rope": [dict(M=M, seqlen=M, dtype="float16", note=f"llama qkv+rope M{M}")
                             for M in (512, 768, 2560)]},
+    "ragged": {"gemm": [dict(M=2500, N=N, K=K, **_LINEAR, note=f"{note} M2500") for N, K, note in _GEMMS]},
     "large": {"gemm": [dict(M=65536, N=N, K=K, **_LINEAR, note=f"{note} M65536") for N, K, note in _GEMMS],
               "gemm_rope": [dict(M=65536, seqlen=4096, dtype="float16", note="llama qkv+rope M65536")],
               "gemm_swiglu": [dict(M=65536, N=14336, K=4096, dtype="float16", note="llama swiglu M65536")]},

@@ -6,6 +6,7 @@
 #   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh small COMMIT 300   swap_tiles small (512-4096 tokens)
 #   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh large COMMIT 300   swap_tiles large (16 x 4096 tokens)
 #   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh ragged COMMIT 540  the new ragged pairs
+#   bash benchmarks/results/2026-12-04-h200-swap-tiles/run.sh r2500 COMMIT 300   swap_tiles ragged (2500 tokens)
 set -u
 step=$1 limit=$3
 export PT_TVM_GIT_COMMIT=$2
@@ -19,6 +20,7 @@ if [ "$step" = ragged ]; then
   echo "ragged: rc=$?"; tail -16 $OUT/ragged.log | cut -c1-230
   exit 0
 fi
-timeout $limit python -m benchmarks.experiments.swap_tiles $OUT $step > $OUT/swap_tiles-$step.log 2>&1
-echo "swap_tiles $step: rc=$?"
-grep -A30 "^TFLOP/s over" $OUT/swap_tiles-$step.log | cut -c1-230
+part=${step/r2500/ragged}
+timeout $limit python -m benchmarks.experiments.swap_tiles $OUT $part > $OUT/swap_tiles-$part.log 2>&1
+echo "swap_tiles $part: rc=$?"
+grep -A30 "^TFLOP/s over" $OUT/swap_tiles-$part.log | cut -c1-230
