@@ -642,12 +642,11 @@ WIDE_ACCUMULATOR_FACTOR = 1.11
 
 
 # A swapped GEMM tile (``swap_ab``: the tokens on the tensor core's N side) ran 0.78-1.10x the time of the best plain
-# tile where the model priced it 0.56-0.99x (eleven pairs of the layers' GEMMs at 512-65536 tokens, one H200:
+# tile where the model priced it 0.56-0.99x (fifteen pairs of the layers' GEMMs at 512-65536 tokens, one H200:
 # benchmarks/results/2026-12-04-h200-swap-tiles; with the SwiGLU projection at 777 tokens, 0.97x in two runs): priced
-# 1.05x more, the faster of each pair is picked on eleven of the twelve (the one left, Mamba2's in-projection at
-# 4096 tokens, ran 0.6% apart; 1.04 and 1.06 pick nine and ten). What the timeline misses is not isolated: a swapped
-# plan keeps no gemm in flight into the next step (ptxas, C7514), and its epilogue transposes the tile through
-# shared memory.
+# 1.05x more, the faster of each pair is picked on twelve of the sixteen, the four others measured 0.2-1.4% apart
+# (1.04: twelve, 1.03: ten, 1.06: eleven). What the timeline misses is not isolated: a swapped plan keeps no gemm in
+# flight into the next step (ptxas, C7514), and its epilogue transposes the tile through shared memory.
 SWAPPED_TILE_FACTOR = 1.05
 
 

@@ -3,7 +3,8 @@ in one process on one GPU. Bar: the ragged shape's TFLOP/s (its own useful FLOPs
 tile-multiple one's.
 
 Run from the project root on the GPU machine: ``python -m benchmarks.experiments.ragged $OUT [TEMPLATE ...]``
-(all templates: about 10 minutes on one H200, the attention pairs about 3.5; name templates, e.g.
+(every pair: about 17 minutes on one H200, more than a device call, the attention pairs about 3.5, the
+layers' kernels, conv1d and decoding about 6.5; name templates, e.g.
 ``gemm chunk_state``, to run a part). Per pair, both shapes are searched (the model's pick), compiled in
 parallel, checked on every output against the float32 reference on fresh random inputs (NaN-prefilled), then
 timed in alternating rounds with inputs rotated past the L2, two ways: from CUDA graphs, each kernel run

@@ -1,14 +1,15 @@
 """GPU experiment (issues 14, 15): swapped GEMM tiles (``swap_ab``: a layer's tokens on the tensor core's N side)
 at token counts that are multiples of 64, which the gemm template offered plain tiles only until 2026-12-04. The
-model prices them ahead there where plain tiles fill the waves poorly (gemm_rope at 768 tokens: 120 swapped
+model (before cost.SWAPPED_TILE_FACTOR) priced them ahead where plain tiles fill the waves poorly (gemm_rope at 768 tokens: 120 swapped
 160 x 256 tiles on 132 SMs against 144 plain 128 x 256 ones) and, 2-9% ahead, at the layers' larger token counts.
 Per config, from one search over the whole tile space: the best plain and the best swapped plan, each checked on
 every output against float32 on fresh inputs (NaN-prefilled), then timed with cuBLAS (F.linear; for the fused
 SwiGLU, F.linear then ``silu(gate) * up``; gemm_rope against the model's pick) from CUDA graphs, settled, in
 alternating rounds, inputs rotated past the L2.
 
-Run from the project root on the GPU machine: ``python -m benchmarks.experiments.swap_tiles $OUT [small|ragged|large]``
-(small: up to 4096 tokens; ragged: 2500 tokens, where SWAPPED_TILE_FACTOR moved the picks; large: 16 x 4096). Writes ``swap_tiles[-PART].json`` and ``...-swiglu``/``-rope``.
+Run from the project root on the GPU machine: ``python -m benchmarks.experiments.swap_tiles $OUT PART``, PART one
+of small (up to 4096 tokens), ragged (2500 tokens, where SWAPPED_TILE_FACTOR moved the picks) and large (16 x 4096
+tokens). Writes ``swap_tiles-PART.json`` (and ``-swiglu``, ``-rope`` beside it).
 """
 import os
 import sys
@@ -17,7 +18,7 @@ from benchmarks.experiments.variants import compare
 
 VARIANTS = ("plain", "swapped")
 _LINEAR = {"dtype": "float16", "trans_B": True}
-# (tokens, N, K, note): LLaMA-3-8B's o and down projections, Mamba2-1.3B's in- and out-projections
+# (N, K, note): LLaMA-3-8B's o and down projections, Mamba2-1.3B's in- and out-projections
 _GEMMS = [(4096, 4096, "llama o"), (4096, 14336, "llama down"), (8512, 2048, "mamba2 in"), (2048, 4096, "mamba2 out")]
 PARTS = {
     "small": {"gemm": [dict(M=M, N=N, K=K, **_LINEAR, note=f"{note} M{M}") for M in (2048, 4096)

@@ -24,3 +24,12 @@ part=${step/r2500/ragged}
 timeout $limit python -m benchmarks.experiments.swap_tiles $OUT $part > $OUT/swap_tiles-$part.log 2>&1
 echo "swap_tiles $part: rc=$?"
 grep -A30 "^TFLOP/s over" $OUT/swap_tiles-$part.log | cut -c1-230
+# What ran (2026-12-04, twenty-fourth session, four calls on one H200 each): small and large at bed704f (140 s, 166
+# s: the search then priced swapped tiles without SWAPPED_TILE_FACTOR), ragged at b51a54a (403 s: swapped tiles
+# then stretched and priced 1.03x, which gave SwiGLU at 777 tokens a plain tile), r2500 at 616f11a (the factor at
+# 1.05, unstretched), followed in the same call by
+#   timeout 250 python -m benchmarks.experiments.ragged $OUT/swiglu gemm_swiglu
+# (ragged-swiglu/; its JSON header names a9115c3, the device copy's git HEAD: PT_TVM_GIT_COMMIT was not exported for
+# that command; the code was 616f11a's). Every output of every kernel checked against float32 (swap_tiles: 2.1e-4,
+# QKV + RoPE 2.8e-4, SwiGLU 3.9e-4; the ragged pairs 2.1e-4 to 3.9e-4). Files: swap_tiles-*.json.gz and .log,
+# ragged.json.gz and .log, ragged-swiglu/.
