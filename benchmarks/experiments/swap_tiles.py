@@ -1,7 +1,8 @@
 """GPU experiment (issues 14, 15): swapped GEMM tiles (``swap_ab``: a layer's tokens on the tensor core's N side)
 at token counts that are multiples of 64, which the gemm template offered plain tiles only until 2026-12-04. The
-model (before cost.SWAPPED_TILE_FACTOR) priced them ahead where plain tiles fill the waves poorly (gemm_rope at 768 tokens: 120 swapped
-160 x 256 tiles on 132 SMs against 144 plain 128 x 256 ones) and, 2-9% ahead, at the layers' larger token counts.
+model (before cost.SWAPPED_TILE_FACTOR) priced them ahead where plain tiles fill the waves poorly (gemm_rope at 768
+tokens: 120 swapped 160 x 256 tiles on 132 SMs against 144 plain 128 x 256 ones) and, 2-9% ahead, at the layers'
+larger token counts.
 Per config, from one search over the whole tile space: the best plain and the best swapped plan, each checked on
 every output against float32 on fresh inputs (NaN-prefilled), then timed with cuBLAS (F.linear; for the fused
 SwiGLU, F.linear then ``silu(gate) * up``; gemm_rope against the model's pick) from CUDA graphs, settled, in
