@@ -359,7 +359,7 @@ def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers:
         other = [_scalar_nest(inner.else_case, sid, placement, index, buffers, vdev, block_vars, fname)] \
             if inner.else_case is not None else []
         return _branch([op, *other], steps.share(inner.condition) if steps else None)
-    gathered = _gather(inner, sid, placement, index, buffers, block_vars) if placement != Placement.LOOP else None
+    gathered = _gather(inner, sid, placement, index, buffers, block_vars)
     if gathered is not None:
         return gathered
     if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
@@ -478,28 +478,47 @@ def _branch(sides: list[STask], share: float | None) -> STask:
 
 def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
             block_vars: _Launch) -> STask | None:
-    """A nest before or after the loop that only copies a global tile into shared memory, ``dst[i, j] =
-    src[.., min(r0 + i, last), j]`` (rows past a tensor's end clamped to its last: no guarded loads), as the copy
-    it is: its region the unclamped one, its bytes the tile's, on the LSU (TileLang lowers it to every thread's
-    vector loads); None for any other statement."""
+    """A nest that only copies global elements into a shared tile, as the copy it is, on the LSU (TileLang lowers
+    it to every thread's vector loads; in a software pipeline, cp.async): ``dst[i, j] = src[.., min(r0 + i,
+    last), j]`` (rows past a tensor's end clamped to its last), its region the unclamped one, or a load guarded
+    by a condition and zero elsewhere from addresses the nest reckons itself (a row's aligned chunks of a flat
+    buffer), its region the tile's element count from the first, moving with every launch index it reads; its
+    bytes the tile's. None for any other statement."""
     loop_vars, extents, body = _nest(stmt)
-    if not loop_vars or None in extents or not isinstance(body, tirx.BufferStore) \
-            or not isinstance(body.value, tirx.BufferLoad):
+    if not loop_vars or None in extents or not isinstance(body, tirx.BufferStore):
         return None
-    src, dst = body.value, body
-    if _scope(src.buffer) != "global" or _scope(dst.buffer) != "shared" or src.buffer.dtype != dst.buffer.dtype:
+    src, dst = _guarded_load(body.value), body
+    if src is None or _scope(src.buffer) != "global" or _scope(dst.buffer) != "shared" \
+            or src.buffer.dtype != dst.buffer.dtype:
         return None
-    regions = [_nest_region(n.indices, dict(zip(loop_vars, extents))) for n in (src, dst)]
-    if None in regions:
+    span = dict(zip(loop_vars, extents))
+    regions = [_nest_region(n.indices, span) for n in (src, dst)]
+    if regions[1] is None or (regions[0] is None and len(src.indices) != 1):
         return None
-    (src_min, src_ext), (dst_min, dst_ext) = regions
-    read = _access(src.buffer, src_min, src_ext, buffers, block_vars)
+    dst_min, dst_ext = regions[1]
+    if regions[0] is not None:
+        read = _access(src.buffer, *regions[0], buffers, block_vars)
+    else:
+        first = tirx.stmt_functor.substitute(src.indices[0], {v: tirx.IntImm(v.dtype, 0) for v in loop_vars})
+        read = dataclasses.replace(_access(src.buffer, [first], (math.prod(extents),), buffers, block_vars),
+                                   block_vars=tuple(sorted(block_vars.moves(first, None))))
     write = _access(dst.buffer, dst_min, dst_ext, buffers, block_vars)
     return STask(id=sid, op=OpKind.COPY, placement=placement, index=index,
                  label=f"copy {read.buffer} -> {write.buffer} (a nest)", tile_shape=_nonunit(dst_ext),
                  reads=(read,), writes=(write,), flops=0.0, sfu_ops=0.0,
                  bytes=float(math.prod(extents) * dtype_bytes(text(src.buffer.dtype))), seu=SEUKind.LSU,
                  dtype=text(src.buffer.dtype), attrs={})
+
+
+def _guarded_load(value: Any) -> tirx.BufferLoad | None:
+    """The load a nest stores: ``src[..]``, or ``if_then_else(c, src[..], k)`` (a constant ``k`` where ``c``
+    fails, zero as cp.async's predicate fills); None for any other value."""
+    if isinstance(value, tirx.Call) and op_name(value) == "tirx.if_then_else":
+        _, value, other = value.args
+        other = other.value if isinstance(other, tirx.Cast) else other
+        if not isinstance(other, (tirx.IntImm, tirx.FloatImm)):
+            return None
+    return value if isinstance(value, tirx.BufferLoad) else None
 
 
 def _nest_region(indices: Sequence[Any], span: dict) -> tuple[list, tuple] | None:

@@ -7,7 +7,9 @@ model's projection leaves them): a block takes ``block_D`` channels of one seque
 tokens in ``block_L``-token steps, each step loading its tokens and the ``width - 1`` before them (TMA or a guarded
 cp.async zero-fills the rows before 0 and past the end; the store is clipped there). ``x`` may be a view of a wider
 tensor (``x_stride``: the elements between tokens; the channels of one fused in-projection, read as they lie). Any
-channel count and stride: rows TMA cannot address are read and written by the LSU.
+channel count and stride: rows TMA cannot address (a stride off 16-byte units) are loaded as the aligned 16-byte
+chunks around them (cp.async over ``x`` as one run of elements; the taps read each row from its start in its first
+chunk) and stored an element a thread.
 
 I/O contract: ``x [batch, seqlen, channels]`` dtype (token stride ``x_stride``), ``weight [channels, width]``
 dtype, ``bias [channels]`` dtype; ``y [batch, seqlen, channels]`` dtype (packed). Arithmetic in float32.
@@ -27,6 +29,8 @@ __all__ = ["CAUSAL_CONV1D"]
 _DTYPES = ("float16", "bfloat16")
 _ACCUM = "float32"
 _ACTIVATIONS = ("silu", "none")
+_BYTES = {"float16": 2, "bfloat16": 2}
+_CHUNK_BYTES = 16  # rows whose starts are off these boundaries are loaded as the aligned chunks around them
 
 
 def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtype: str, activation: str,
@@ -36,12 +40,33 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     ``block_S / block_L`` steps, each output element one expression of its taps (TileLang then gives a thread
     neighbouring channels and vector loads and stores); ``stage_y``: the step's outputs staged in shared memory
     (stored by TMA) rather than stored from registers; ``dynamic_seqlen``: one kernel for every length, priced
-    at ``seqlen``."""
+    at ``seqlen``; ``chunked`` (a row stride off 16-byte units): ``x_shared``'s rows one chunk wider."""
     L = size("seqlen", seqlen, dynamic_seqlen)
     halo = width - 1
     strides = (L * x_stride, x_stride, 1) if x_stride != channels else ()
     steps = block_S // block_L
     silu = activation == "silu"
+    chunk = _CHUNK_BYTES // _BYTES[dtype]
+    chunked = x_stride % chunk != 0
+    # x as one run of elements from its first to its last, whole chunks (the last may hold up to chunk - 1
+    # elements past x's end: a 16-byte load that starts inside x stays in its aligned 16 bytes)
+    flat = T.ceildiv((batch * L - 1) * x_stride + channels, chunk) * chunk
+
+    def first(by, s):
+        """The first token step ``s`` of block row ``by`` loads (``width - 1`` before its own)."""
+        return by * block_S + s * block_L - halo
+
+    def lead(bx, bz, t):
+        """Where token ``t``'s channels of block column ``bx`` start in ``x_flat``."""
+        return (bz * L + t) * x_stride + bx * block_D
+
+    def aligned(bx, bz, t):
+        """The first chunk boundary at or before it."""
+        return lead(bx, bz, t) // chunk * chunk
+
+    def shift(bx, bz, t):
+        """Where they start in their row of ``x_shared``: after the aligned chunk's leading elements."""
+        return lead(bx, bz, t) % chunk if chunked else 0
 
     @T.prim_func
     def causal_conv1d(
@@ -50,10 +75,12 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
         bias: T.Tensor((channels,), dtype),
         y: T.Tensor((batch, L, channels), dtype),
     ):
+        if chunked:
+            x_flat = T.decl_buffer((flat,), dtype, data=x.data)
         with T.Kernel(T.ceildiv(channels, block_D), T.ceildiv(L, block_S), batch, threads=threads) as (bx, by, bz):
             w_shared = T.alloc_shared((width, block_D), _ACCUM)
             b_shared = T.alloc_shared((block_D,), _ACCUM)
-            x_shared = T.alloc_shared((block_L + halo, block_D), dtype)
+            x_shared = T.alloc_shared((block_L + halo, block_D + chunk * chunked), dtype)
             alloc_y = T.alloc_shared if stage_y else T.alloc_fragment
             y_tile = alloc_y((block_L, block_D), dtype)
             for k, j in T.Parallel(width, block_D):
@@ -61,22 +88,30 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
             for j in T.Parallel(block_D):
                 b_shared[j] = T.Cast(_ACCUM, bias[T.min(bx * block_D + j, channels - 1)])
             for s in T.Pipelined(steps, num_stages=num_stages):
-                T.copy(x[bz, by * block_S + s * block_L - halo:by * block_S + (s + 1) * block_L,
-                         bx * block_D:(bx + 1) * block_D], x_shared)
+                if chunked:
+                    for i, v in T.Parallel(block_L + halo, block_D + chunk, coalesced_width=T.int32(chunk)):
+                        x_shared[i, v] = T.if_then_else(
+                            (first(by, s) + i >= 0) & (first(by, s) + i < L)
+                            & (aligned(bx, bz, first(by, s) + i) + v // chunk * chunk < flat),
+                            x_flat[aligned(bx, bz, first(by, s) + i) + v], T.Cast(dtype, 0))
+                else:
+                    T.copy(x[bz, first(by, s):first(by, s) + block_L + halo, bx * block_D:(bx + 1) * block_D],
+                           x_shared)
                 for i, j in T.Parallel(block_L, block_D):
-                    y_tile[i, j] = T.Cast(dtype, _activate(_taps(b_shared, w_shared, x_shared, i, j, width), silu))
+                    shifts = [shift(bx, bz, first(by, s) + i + k) for k in range(width)]
+                    y_tile[i, j] = T.Cast(dtype, _activate(_taps(b_shared, w_shared, x_shared, i, j, shifts), silu))
                 T.copy(y_tile, y[bz, by * block_S + s * block_L:by * block_S + (s + 1) * block_L,
                                  bx * block_D:(bx + 1) * block_D])
 
     return priced(causal_conv1d, {"seqlen": seqlen} if dynamic_seqlen else {})
 
 
-def _taps(b_shared, w_shared, x_shared, i, j, width: int):
+def _taps(b_shared, w_shared, x_shared, i, j, shifts: list):
     """``bias + sum_k w[k] x[i + k]`` in float32 (the weights and bias are held so), the taps written out (one
-    multiply-add each)."""
+    multiply-add each), one a width; row ``i + k``'s channels start ``shifts[k]`` columns into ``x_shared``."""
     acc = b_shared[j]
-    for k in range(width):
-        acc = acc + w_shared[k, j] * T.Cast(_ACCUM, x_shared[i + k, j])
+    for k, shift in enumerate(shifts):
+        acc = acc + w_shared[k, j] * T.Cast(_ACCUM, x_shared[i + k, j + shift])
     return acc
 
 

@@ -131,17 +131,26 @@ def test_bad_problems_are_refused_by_name(params, key):
         get("causal_conv1d").resolve(**{**LAYER, **params})
 
 
-def test_rows_tma_cannot_address_are_read_and_written_by_the_lsu():
-    """61 channels in rows of 70 (neither 16-byte aligned): both copies on the LSU, software pipelines only, and in
-    the CUDA element-wise loads and stores guarded by the channel count (no vector past the row's end)."""
+def test_rows_tma_cannot_address_are_loaded_in_aligned_chunks():
+    """61 channels in rows of 70 (neither 16-byte aligned): each row's tile is loaded as the aligned 16-byte chunks
+    around it (cp.async from x as one run of elements, rows before the sequence zero-filled), a copy on the LSU
+    that the software pipeline stages; the taps read each row from its start within its first chunk; the store
+    an element a thread, guarded by the channel count (no vector past the row's end)."""
     result, problem, build = compiler.schedule_template("causal_conv1d", H200, params={
         "batch": 2, "seqlen": 777, "channels": 61, "width": 4, "x_stride": 70})
-    copies = [t for t in result.best.graph.loop_stasks if t.op == OpKind.COPY]
-    assert [t.seu.value for t in copies] == ["lsu", "lsu"] and copies[1].attrs["vector_bytes"] == "2"
+    load, store = [t for t in result.best.graph.loop_stasks if t.op == OpKind.COPY]
+    block_L, block_D = result.best.plan.tile["block_L"], result.best.plan.tile["block_D"]
+    assert load.reads[0].buffer == "x_flat" and load.writes[0].scope == "shared" and load.seu.value == "lsu"
+    assert load.tile_shape == (block_L + 3, block_D + 8) and "vector_bytes" not in load.attrs
+    assert load.reads[0].block_vars == ("bx", "by", "bz")  # every block its own rows: no reuse priced
+    assert store.seu.value == "lsu" and store.attrs["vector_bytes"] == "2"
+    assert result.best.plan.append_of(load.id).stage < result.best.plan.append_of(store.id).stage
     assert all(len(c.plan.roles) == 1 for c in result.ranked)
     src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
     assert "tma_load" not in src and "(y +" not in src  # no vector store into y
-    assert re.search(r"& 63\) < 61\)\)\) \{\s*\w+ = x\[", src) and re.search(r"< 61\)\) \{\s*y\[", src)
+    assert "cp_async_gs_conditional<16>" in src and "x_flat[" in src and "(x[" not in src
+    assert re.search(r"\* 70\)+ [+-] \d+\) & 7\)", src)  # a row's shift within its first chunk: 70 t mod 8
+    assert re.search(r"< 61\)\) \{\s*y\[", src)
 
 
 @pytest.fixture

@@ -273,8 +273,9 @@ def conv_reference(x, weight, bias, activation):
     (1, 4096, 256, 4, BF16, "silu", "rows"),
     (3, 100, 64, 2, F16, None, "channels-first"),  # copied once into rows
     (2, 64, 136, 3, BF16, "swish", "rows"),
-    (2, 300, 61, 4, F16, "silu", "rows"),  # rows TMA cannot address: read and written by the LSU, an element a time
-    (1, 1000, 100, 3, BF16, None, "columns"),  # a row stride of 8520 bytes: 8-byte vectors
+    (2, 300, 61, 4, F16, "silu", "rows"),  # rows TMA cannot address: loaded in the aligned chunks around them
+    (1, 1000, 100, 3, BF16, None, "columns"),  # a row stride of 8520 bytes: the same
+    (3, 1000, 4353, 4, BF16, "silu", "rows"),  # odd rows over many block columns and sequences
 ])
 def test_causal_conv1d(gen, batch, seqlen, dim, width, dtype, activation, layout):
     if layout == "columns":
