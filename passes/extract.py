@@ -478,36 +478,54 @@ def _branch(sides: list[STask], share: float | None) -> STask:
 
 def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
             block_vars: _Launch) -> STask | None:
-    """A nest that only copies global elements into a shared tile, as the copy it is, on the LSU (TileLang lowers
-    it to every thread's vector loads; in a software pipeline, cp.async): ``dst[i, j] = src[.., min(r0 + i,
-    last), j]`` (rows past a tensor's end clamped to its last), its region the unclamped one, or a load guarded
-    by a condition and zero elsewhere from addresses the nest reckons itself (a row's aligned chunks of a flat
-    buffer), its region the tile's element count from the first, moving with every launch index it reads; its
-    bytes the tile's. None for any other statement."""
-    loop_vars, extents, body = _nest(stmt)
+    """A nest that only copies elements between global memory and a shared tile, as the copy it is, on the LSU
+    (TileLang lowers it to every thread's vector loads or stores; a load in a software pipeline to cp.async):
+    ``dst[i, j] = src[.., min(r0 + i, last), j]`` (rows past a tensor's end clamped to its last), its region the
+    unclamped one; a load guarded by a condition and zero elsewhere, or a store under a condition, at addresses
+    the nest reckons itself (a row's aligned chunks of a flat buffer), the global side's region the nest's element
+    count from its first, moving with every launch index it reads. Its bytes are the elements the nest reaches; a
+    store moves vectors of its loop's ``coalesced_width`` (else an element). None for any other statement."""
+    loops, body = _loops(stmt)
+    loop_vars = [f.loop_var for f in loops]
+    extents = [int(f.extent) if isinstance(f.extent, tirx.IntImm) else None for f in loops]
+    if isinstance(body, tirx.IfThenElse) and body.else_case is None:
+        body = body.then_case
     if not loop_vars or None in extents or not isinstance(body, tirx.BufferStore):
         return None
     src, dst = _guarded_load(body.value), body
-    if src is None or _scope(src.buffer) != "global" or _scope(dst.buffer) != "shared" \
-            or src.buffer.dtype != dst.buffer.dtype:
+    if src is None or src.buffer.dtype != dst.buffer.dtype \
+            or (_scope(src.buffer), _scope(dst.buffer)) not in (("global", "shared"), ("shared", "global")):
         return None
     span = dict(zip(loop_vars, extents))
-    regions = [_nest_region(n.indices, span) for n in (src, dst)]
-    if regions[1] is None or (regions[0] is None and len(src.indices) != 1):
-        return None
-    dst_min, dst_ext = regions[1]
-    if regions[0] is not None:
-        read = _access(src.buffer, *regions[0], buffers, block_vars)
-    else:
-        first = tirx.stmt_functor.substitute(src.indices[0], {v: tirx.IntImm(v.dtype, 0) for v in loop_vars})
-        read = dataclasses.replace(_access(src.buffer, [first], (math.prod(extents),), buffers, block_vars),
+
+    def access(n: Any) -> Access | None:
+        region = _nest_region(n.indices, span)
+        if region is not None:
+            return _access(n.buffer, *region, buffers, block_vars)
+        if _scope(n.buffer) == "shared":
+            return _access(n.buffer, [tirx.IntImm("int32", 0)] * len(n.buffer.shape), _ints(n.buffer.shape),
+                           buffers, block_vars)
+        if len(n.indices) != 1:
+            return None
+        first = tirx.stmt_functor.substitute(n.indices[0], {v: tirx.IntImm(v.dtype, 0) for v in loop_vars})
+        return dataclasses.replace(_access(n.buffer, [first], (math.prod(extents),), buffers, block_vars),
                                    block_vars=tuple(sorted(block_vars.moves(first, None))))
-    write = _access(dst.buffer, dst_min, dst_ext, buffers, block_vars)
+
+    read, write = access(src), access(dst)
+    if read is None or write is None:
+        return None
+    elem = dtype_bytes(text(src.buffer.dtype))
+    attrs = {}
+    if _scope(dst.buffer) == "global":
+        width = loops[0].annotations.get("coalesced_width")
+        vector = elem * (int(width) if width is not None else 1)
+        if vector < 16:
+            attrs["vector_bytes"] = str(vector)
     return STask(id=sid, op=OpKind.COPY, placement=placement, index=index,
-                 label=f"copy {read.buffer} -> {write.buffer} (a nest)", tile_shape=_nonunit(dst_ext),
-                 reads=(read,), writes=(write,), flops=0.0, sfu_ops=0.0,
-                 bytes=float(math.prod(extents) * dtype_bytes(text(src.buffer.dtype))), seu=SEUKind.LSU,
-                 dtype=text(src.buffer.dtype), attrs={})
+                 label=f"copy {read.buffer} -> {write.buffer} (a nest)",
+                 tile_shape=_nonunit(write.extents if _scope(dst.buffer) == "shared" else read.extents),
+                 reads=(read,), writes=(write,), flops=0.0, sfu_ops=0.0, bytes=float(math.prod(extents) * elem),
+                 seu=SEUKind.LSU, dtype=text(src.buffer.dtype), attrs=attrs)
 
 
 def _guarded_load(value: Any) -> tirx.BufferLoad | None:
@@ -608,14 +626,20 @@ def _axes(nodes: list, loop_vars: list) -> str:
                                                   for i in n.indices) for n in nodes)
 
 
+def _loops(stmt: tirx.Stmt) -> tuple[list[tirx.For], tirx.Stmt]:
+    """A loop nest's loops, outermost first, and its innermost body."""
+    loops = []
+    while isinstance(stmt, tirx.For):
+        loops.append(stmt)
+        stmt = stmt.body
+    return loops, stmt
+
+
 def _nest(stmt: tirx.Stmt) -> tuple[list[tirx.Var], list[int | None], tirx.Stmt]:
     """A loop nest's variables, extents (None where not a constant) and innermost body."""
-    loop_vars, extents = [], []
-    while isinstance(stmt, tirx.For):
-        loop_vars.append(stmt.loop_var)
-        extents.append(int(stmt.extent) if isinstance(stmt.extent, tirx.IntImm) else None)
-        stmt = stmt.body
-    return loop_vars, extents, stmt
+    loops, body = _loops(stmt)
+    return ([f.loop_var for f in loops],
+            [int(f.extent) if isinstance(f.extent, tirx.IntImm) else None for f in loops], body)
 
 
 def _covers(store: tirx.BufferStore, loop_vars: list, extents: list, buffers: dict[str, BufferInfo]) -> bool:

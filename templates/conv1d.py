@@ -48,9 +48,11 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     silu = activation == "silu"
     chunk = _CHUNK_BYTES // _BYTES[dtype]
     chunked = x_stride % chunk != 0
+    y_chunked = channels % chunk != 0  # y's rows (packed) off 16-byte units: stored by chunks, edges by elements
     # x as one run of elements from its first to its last, whole chunks (the last may hold up to chunk - 1
     # elements past x's end: a 16-byte load that starts inside x stays in its aligned 16 bytes)
     flat = T.ceildiv((batch * L - 1) * x_stride + channels, chunk) * chunk
+    y_flat_size = T.ceildiv(batch * L * channels, chunk) * chunk
 
     def first(by, s):
         """The first token step ``s`` of block row ``by`` loads (``width - 1`` before its own)."""
@@ -68,6 +70,30 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
         """Where they start in their row of ``x_shared``: after the aligned chunk's leading elements."""
         return lead(bx, bz, t) % chunk if chunked else 0
 
+    def y_bounds(bx, bz, t):
+        """Where the block's outputs of token ``t`` start and end in ``y_flat``."""
+        start = (bz * L + t) * channels + bx * block_D
+        return start, start + T.min(block_D, channels - bx * block_D)
+
+    def y_whole(bx, bz, t, v):
+        """Whether element ``v`` of the staged row (from its first chunk boundary) lies in a chunk wholly the
+        block's: stored as one vector."""
+        start, end = y_bounds(bx, bz, t)
+        at = start // chunk * chunk + v // chunk * chunk
+        return (t < L) & (at >= start) & (at + chunk <= end)
+
+    def edge(bx, bz, t, e):
+        """Element ``e`` of the staged row's first chunk (``e < chunk``) or of its last (the rest)."""
+        start, end = y_bounds(bx, bz, t)
+        last = (end - 1) // chunk - start // chunk
+        return T.if_then_else(e < chunk, e, last * chunk + e - chunk)
+
+    def y_edge(bx, bz, t, v):
+        """Whether it is one of the block's outputs in a chunk shared with a neighbour: stored alone."""
+        start, end = y_bounds(bx, bz, t)
+        at = start // chunk * chunk + v
+        return (t < L) & (at >= start) & (at < end) & T.Not(y_whole(bx, bz, t, v))
+
     @T.prim_func
     def causal_conv1d(
         x: operand((batch, L, channels), dtype, strides),
@@ -77,12 +103,14 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     ):
         if chunked:
             x_flat = T.decl_buffer((flat,), dtype, data=x.data)
+        if y_chunked:
+            y_flat = T.decl_buffer((y_flat_size,), dtype, data=y.data)
         with T.Kernel(T.ceildiv(channels, block_D), T.ceildiv(L, block_S), batch, threads=threads) as (bx, by, bz):
             w_shared = T.alloc_shared((width, block_D), _ACCUM)
             b_shared = T.alloc_shared((block_D,), _ACCUM)
             x_shared = T.alloc_shared((block_L + halo, block_D + chunk * chunked), dtype)
-            alloc_y = T.alloc_shared if stage_y else T.alloc_fragment
-            y_tile = alloc_y((block_L, block_D), dtype)
+            alloc_y = T.alloc_shared if stage_y or y_chunked else T.alloc_fragment
+            y_tile = alloc_y((block_L, block_D + chunk * y_chunked), dtype)
             for k, j in T.Parallel(width, block_D):
                 w_shared[k, j] = T.Cast(_ACCUM, weight[T.min(bx * block_D + j, channels - 1), k])
             for j in T.Parallel(block_D):
@@ -99,9 +127,20 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
                            x_shared)
                 for i, j in T.Parallel(block_L, block_D):
                     shifts = [shift(bx, bz, first(by, s) + i + k) for k in range(width)]
-                    y_tile[i, j] = T.Cast(dtype, _activate(_taps(b_shared, w_shared, x_shared, i, j, shifts), silu))
-                T.copy(y_tile, y[bz, by * block_S + s * block_L:by * block_S + (s + 1) * block_L,
-                                 bx * block_D:(bx + 1) * block_D])
+                    y_tile[i, j + (y_bounds(bx, bz, first(by, s) + halo + i)[0] % chunk if y_chunked else 0)] = T.Cast(
+                        dtype, _activate(_taps(b_shared, w_shared, x_shared, i, j, shifts), silu))
+                if y_chunked:
+                    for i, v in T.Parallel(block_L, block_D + chunk, coalesced_width=T.int32(chunk)):
+                        if y_whole(bx, bz, first(by, s) + halo + i, v):
+                            y_flat[y_bounds(bx, bz, first(by, s) + halo + i)[0] // chunk * chunk + v] = y_tile[i, v]
+                    for i, e in T.Parallel(block_L, 2 * chunk):  # the row's first and last chunks
+                        if y_edge(bx, bz, first(by, s) + halo + i, edge(bx, bz, first(by, s) + halo + i, e)):
+                            y_flat[y_bounds(bx, bz, first(by, s) + halo + i)[0] // chunk * chunk
+                                   + edge(bx, bz, first(by, s) + halo + i, e)] = \
+                                y_tile[i, edge(bx, bz, first(by, s) + halo + i, e)]
+                else:
+                    T.copy(y_tile, y[bz, by * block_S + s * block_L:by * block_S + (s + 1) * block_L,
+                                     bx * block_D:(bx + 1) * block_D])
 
     return priced(causal_conv1d, {"seqlen": seqlen} if dynamic_seqlen else {})
 

@@ -131,26 +131,30 @@ def test_bad_problems_are_refused_by_name(params, key):
         get("causal_conv1d").resolve(**{**LAYER, **params})
 
 
-def test_rows_tma_cannot_address_are_loaded_in_aligned_chunks():
+def test_rows_tma_cannot_address_are_loaded_and_stored_in_aligned_chunks():
     """61 channels in rows of 70 (neither 16-byte aligned): each row's tile is loaded as the aligned 16-byte chunks
     around it (cp.async from x as one run of elements, rows before the sequence zero-filled), a copy on the LSU
-    that the software pipeline stages; the taps read each row from its start within its first chunk; the store
-    an element a thread, guarded by the channel count (no vector past the row's end)."""
+    that the software pipeline stages; the taps read each row from its start within its first chunk; the outputs
+    are staged in shared memory at their rows' shifts and stored by 16-byte vectors where a chunk is wholly the
+    block's, an element a thread in the chunks it shares with a neighbour."""
     result, problem, build = compiler.schedule_template("causal_conv1d", H200, params={
         "batch": 2, "seqlen": 777, "channels": 61, "width": 4, "x_stride": 70})
-    load, store = [t for t in result.best.graph.loop_stasks if t.op == OpKind.COPY]
+    load, whole, edges = [t for t in result.best.graph.loop_stasks if t.op == OpKind.COPY]
     block_L, block_D = result.best.plan.tile["block_L"], result.best.plan.tile["block_D"]
     assert load.reads[0].buffer == "x_flat" and load.writes[0].scope == "shared" and load.seu.value == "lsu"
     assert load.tile_shape == (block_L + 3, block_D + 8) and "vector_bytes" not in load.attrs
     assert load.reads[0].block_vars == ("bx", "by", "bz")  # every block its own rows: no reuse priced
-    assert store.seu.value == "lsu" and store.attrs["vector_bytes"] == "2"
-    assert result.best.plan.append_of(load.id).stage < result.best.plan.append_of(store.id).stage
+    assert [t.writes[0].buffer for t in (whole, edges)] == ["y_flat", "y_flat"]
+    assert "vector_bytes" not in whole.attrs and edges.attrs["vector_bytes"] == "2"
+    assert whole.bytes == block_L * (block_D + 8) * 2 and edges.bytes == block_L * 16 * 2
+    assert result.best.plan.append_of(load.id).stage < result.best.plan.append_of(whole.id).stage
     assert all(len(c.plan.roles) == 1 for c in result.ranked)
     src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
-    assert "tma_load" not in src and "(y +" not in src  # no vector store into y
-    assert "cp_async_gs_conditional<16>" in src and "x_flat[" in src and "(x[" not in src
+    assert "tma_load" not in src and "(x[" not in src and "(y[" not in src
+    assert "cp_async_gs_conditional<16>" in src and "x_flat[" in src
     assert re.search(r"\* 70\)+ [+-] \d+\) & 7\)", src)  # a row's shift within its first chunk: 70 t mod 8
-    assert re.search(r"< 61\)\) \{\s*y\[", src)
+    assert re.search(r"\*\(uint4\*\)\(y_flat \+ [^;]*\) = \*\(uint4\*\)\(\(\(half_t\*\)y_tile\)", src)
+    assert re.search(r"\n\s*y_flat\[[^;]*\] = \(\(half_t\*\)y_tile\)\[", src)
 
 
 @pytest.fixture
