@@ -25,3 +25,10 @@ PYTHONPATH=.:${PYTHONPATH:-} timeout $left python benchmarks/results/2026-12-05-
 echo "plans: rc=$?"
 grep -E "causal_conv1d|ratio|pair" $OUT/ragged.log | tail -8 | cut -c1-200
 tail -12 $OUT/plans.log | cut -c1-200
+# What ran (one H200 each):
+# - loads/: 715d540 (the loads by chunks, the stores an element a thread), `run.sh 715d540 560`: GPU tests 7
+#   passed; ragged pairs 0.980, 1.004, 0.758 (4353 channels: 114.5 us against the twin's 86.8); step 3 stopped at
+#   once (it was a here-document then, which spawn's workers cannot re-import; plans.py since).
+# - stores/: 1ef31d5 (the stores by chunks too), `run.sh 1ef31d5 400` on a machine with 200 s of the session's
+#   device time left: GPU tests 7 passed; the ragged experiment cut off at the limit before its first pair
+#   (ragged.log), plans.py not reached. An earlier call at 1ef31d5 was taken back mid-run with nothing returned.
