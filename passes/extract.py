@@ -359,9 +359,9 @@ def _stask(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers:
         other = [_scalar_nest(inner.else_case, sid, placement, index, buffers, vdev, block_vars, fname)] \
             if inner.else_case is not None else []
         return _branch([op, *other], steps.share(inner.condition) if steps else None)
-    gathered = _gather(inner, sid, placement, index, buffers, block_vars)
-    if gathered is not None:
-        return gathered
+    copied = _nest_copy(inner, sid, placement, index, buffers, block_vars)
+    if copied is not None:
+        return copied
     if isinstance(inner, (tirx.For, tirx.BufferStore, tirx.IfThenElse, tirx.SeqStmt)):
         return _scalar_nest(inner, sid, placement, index, buffers, vdev, block_vars, fname)
     raise ExtractionError(f"PrimFunc {fname!r}: unsupported statement {type(inner).__name__} "
@@ -476,7 +476,7 @@ def _branch(sides: list[STask], share: float | None) -> STask:
                "branch_share": "unknown" if share is None else f"{share:.4g}"})
 
 
-def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
+def _nest_copy(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
             block_vars: _Launch) -> STask | None:
     """A nest that only copies elements between global memory and a shared tile, as the copy it is, on the LSU
     (TileLang lowers it to every thread's vector loads or stores; a load in a software pipeline to cp.async):
@@ -485,9 +485,8 @@ def _gather(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers
     the nest reckons itself (a row's aligned chunks of a flat buffer), the global side's region the nest's element
     count from its first, moving with every launch index it reads. Its bytes are the elements the nest reaches; a
     store moves vectors of its loop's ``coalesced_width`` (else an element). None for any other statement."""
-    loops, body = _loops(stmt)
-    loop_vars = [f.loop_var for f in loops]
-    extents = [int(f.extent) if isinstance(f.extent, tirx.IntImm) else None for f in loops]
+    loops, _ = _loops(stmt)
+    loop_vars, extents, body = _nest(stmt)
     if isinstance(body, tirx.IfThenElse) and body.else_case is None:
         body = body.then_case
     if not loop_vars or None in extents or not isinstance(body, tirx.BufferStore):
