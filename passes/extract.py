@@ -477,7 +477,7 @@ def _branch(sides: list[STask], share: float | None) -> STask:
 
 
 def _nest_copy(stmt: tirx.Stmt, sid: str, placement: Placement, index: int, buffers: dict[str, BufferInfo],
-            block_vars: _Launch) -> STask | None:
+               block_vars: _Launch) -> STask | None:
     """A nest that only copies elements between global memory and a shared tile, as the copy it is, on the LSU
     (TileLang lowers it to every thread's vector loads or stores; a load in a software pipeline to cp.async):
     ``dst[i, j] = src[.., min(r0 + i, last), j]`` (rows past a tensor's end clamped to its last), its region the
