@@ -7,7 +7,7 @@
 # (loads/: the loads by chunks, 715d540, the stores an element a thread; stores/: the stores by chunks too)
 # 1. the op's GPU tests of the conv (three cases of such rows among them), every output against float32;
 # 2. the ragged experiment's three conv pairs (4353 channels against 4352), settled CUDA-graph timing;
-# 3. at 4 x 4096 x 4353: the search's pick and the best plan of each other tile the search ranks, beside
+# 3. at 4 x 4096 x 4353: the search's pick, the next four tiles it ranks and the twin's tile, beside
 #    torch.compile of the reference (plans.py), every output checked.
 set -u
 limit=$2
