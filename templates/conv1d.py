@@ -9,7 +9,8 @@ cp.async zero-fills the rows before 0 and past the end; the store is clipped the
 tensor (``x_stride``: the elements between tokens; the channels of one fused in-projection, read as they lie). Any
 channel count and stride: rows TMA cannot address (a stride off 16-byte units) are loaded as the aligned 16-byte
 chunks around them (cp.async over ``x`` as one run of elements; the taps read each row from its start in its first
-chunk) and stored an element a thread.
+chunk), and ``y``'s rows are stored so from a staged tile (the chunks wholly the block's as 16-byte vectors, the
+two a row shares with its neighbours an element a thread).
 
 I/O contract: ``x [batch, seqlen, channels]`` dtype (token stride ``x_stride``), ``weight [channels, width]``
 dtype, ``bias [channels]`` dtype; ``y [batch, seqlen, channels]`` dtype (packed). Arithmetic in float32.
