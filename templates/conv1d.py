@@ -50,6 +50,7 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     chunk = _CHUNK_BYTES // _BYTES[dtype]
     chunked = x_stride % chunk != 0
     y_chunked = channels % chunk != 0  # y's rows (packed) off 16-byte units: stored by chunks, edges by elements
+    staged = stage_y or y_chunked
     # x as one run of elements from its first to its last, whole chunks (the last may hold up to chunk - 1
     # elements past x's end: a 16-byte load that starts inside x stays in its aligned 16 bytes)
     flat = T.ceildiv((batch * L - 1) * x_stride + channels, chunk) * chunk
@@ -107,15 +108,18 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
         if y_chunked:
             y_flat = T.decl_buffer((y_flat_size,), dtype, data=y.data)
         with T.Kernel(T.ceildiv(channels, block_D), T.ceildiv(L, block_S), batch, threads=threads) as (bx, by, bz):
-            w_shared = T.alloc_shared((width, block_D), _ACCUM)
-            b_shared = T.alloc_shared((block_D,), _ACCUM)
+            # Outputs staged in shared memory, which nvcc cannot tell from the weights' (one dynamic allocation),
+            # would have it reload the weights for every output: they are then held in registers.
+            alloc_w = T.alloc_fragment if staged else T.alloc_shared
+            w_taps = [alloc_w((block_D,), _ACCUM) for _ in range(width)]
+            b_tile = alloc_w((block_D,), _ACCUM)
             x_shared = T.alloc_shared((block_L + halo, block_D + chunk * chunked), dtype)
-            alloc_y = T.alloc_shared if stage_y or y_chunked else T.alloc_fragment
-            y_tile = alloc_y((block_L, block_D + chunk * y_chunked), dtype)
-            for k, j in T.Parallel(width, block_D):
-                w_shared[k, j] = T.Cast(_ACCUM, weight[T.min(bx * block_D + j, channels - 1), k])
+            y_tile = (T.alloc_shared if staged else T.alloc_fragment)((block_L, block_D + chunk * y_chunked), dtype)
+            for k, w_k in enumerate(w_taps):  # a Python loop: a fill a tap
+                for j in T.Parallel(block_D):
+                    w_k[j] = T.Cast(_ACCUM, weight[T.min(bx * block_D + j, channels - 1), k])
             for j in T.Parallel(block_D):
-                b_shared[j] = T.Cast(_ACCUM, bias[T.min(bx * block_D + j, channels - 1)])
+                b_tile[j] = T.Cast(_ACCUM, bias[T.min(bx * block_D + j, channels - 1)])
             for s in T.Pipelined(steps, num_stages=num_stages):
                 if chunked:
                     for i, v in T.Parallel(block_L + halo, block_D + chunk, coalesced_width=T.int32(chunk)):
@@ -129,7 +133,7 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
                 for i, j in T.Parallel(block_L, block_D):
                     shifts = [shift(bx, bz, first(by, s) + i + k) for k in range(width)]
                     y_tile[i, j + (y_bounds(bx, bz, first(by, s) + halo + i)[0] % chunk if y_chunked else 0)] = T.Cast(
-                        dtype, _activate(_taps(b_shared, w_shared, x_shared, i, j, shifts), silu))
+                        dtype, _activate(_taps(b_tile, w_taps, x_shared, i, j, shifts), silu))
                 if y_chunked:
                     for i, v in T.Parallel(block_L, block_D + chunk, coalesced_width=T.int32(chunk)):
                         if y_whole(bx, bz, first(by, s) + halo + i, v):
@@ -146,12 +150,12 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     return priced(causal_conv1d, {"seqlen": seqlen} if dynamic_seqlen else {})
 
 
-def _taps(b_shared, w_shared, x_shared, i, j, shifts: list):
+def _taps(b_tile, w_taps, x_shared, i, j, shifts: list):
     """``bias + sum_k w[k] x[i + k]`` in float32 (the weights and bias are held so), the taps written out (one
     multiply-add each), one a width; row ``i + k``'s channels start ``shifts[k]`` columns into ``x_shared``."""
-    acc = b_shared[j]
-    for k, shift in enumerate(shifts):
-        acc = acc + w_shared[k, j] * T.Cast(_ACCUM, x_shared[i + k, j + shift])
+    acc = b_tile[j]
+    for w_k, k, shift in zip(w_taps, range(len(shifts)), shifts):
+        acc = acc + w_k[j] * T.Cast(_ACCUM, x_shared[i + k, j + shift])
     return acc
 
 

@@ -3,7 +3,7 @@
 # as the aligned 16-byte chunks around each row's tile (cp.async, software-pipelined), where the kernel loaded
 # them an element a thread, synchronously (0.202 of its tile-multiple twin on 2026-12-04). One call on ONE H200
 # (nvidia-h200), carrying .gpu-bundle:
-#   bash benchmarks/results/2026-12-05-h200-conv-chunks/run.sh COMMIT 560
+#   bash benchmarks/results/2026-12-05-h200-conv-chunks/run.sh COMMIT 560 (steps 1-2; step 3, plans.py, moved to 2026-12-05-h200-conv-weights)
 # (loads/: the loads by chunks, 715d540, the stores an element a thread; stores/: the stores by chunks too)
 # 1. the op's GPU tests of the conv (three cases of such rows among them), every output against float32;
 # 2. the ragged experiment's three conv pairs (4353 channels against 4352), settled CUDA-graph timing;
@@ -21,7 +21,7 @@ echo "gpu tests: rc=$? $(tail -1 $OUT/gpu-tests.txt)"
 timeout 240 python -m benchmarks.experiments.ragged $OUT causal_conv1d > $OUT/ragged.log 2>&1
 echo "ragged: rc=$?"
 left=$(( limit - ($(date +%s) - start) - 10 ))
-PYTHONPATH=.:${PYTHONPATH:-} timeout $left python benchmarks/results/2026-12-05-h200-conv-chunks/plans.py > $OUT/plans.log 2>&1
+PYTHONPATH=.:${PYTHONPATH:-} timeout $left python benchmarks/results/2026-12-05-h200-conv-weights/plans.py > $OUT/plans.log 2>&1
 echo "plans: rc=$?"
 grep -E "causal_conv1d|ratio|pair" $OUT/ragged.log | tail -8 | cut -c1-200
 tail -12 $OUT/plans.log | cut -c1-200
