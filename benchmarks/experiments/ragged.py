@@ -154,7 +154,8 @@ def main(out_dir: str, only: list[str], pairs: list[tuple] = PAIRS) -> None:
     errors = warm([job for (name, *_), (best, problem) in zip(jobs, picks)
                    for job in compile_jobs(name, problem, vdev, [best])], workers=workers)
     print(f"searched and compiled {len(jobs)} kernels in {time.time() - t_start:.0f} s", flush=True)
-    rows, head = [], header("python -m benchmarks.experiments.ragged $OUT", torch.cuda.get_device_name())
+    rows, head = [], header(" ".join(["python -m benchmarks.experiments.ragged $OUT", *only]),
+                                torch.cuda.get_device_name())
     for i, (name, ragged_problem, _, note) in before(enumerate(pairs), DEADLINE_S, t_start,
                                                      lambda item: f"{item[1][0]} {item[1][3]}"):
         tmpl = templates.get(name)
