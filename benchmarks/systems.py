@@ -292,6 +292,13 @@ def _chunk_scan(cb: Any, x: Any, dt: Any, dA_cumsum: Any, C: Any, prev_states: A
     return out.to(x.dtype)
 
 
+def _causal_conv1d_silu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``nn.Conv1d``'s depthwise conv over ``x [batch, seqlen, channels]``'s transpose, cut to the length, and SiLU:
+    the PyTorch path of HF transformers' Mamba2 mixer (``weight [channels, width]`` as the template takes it)."""
+    y = F.conv1d(x.transpose(1, 2), weight[:, None], bias, padding=weight.shape[1] - 1, groups=weight.shape[0])
+    return F.silu(y[..., :x.shape[1]]).transpose(1, 2)
+
+
 def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
     """The kernel as plain PyTorch in the input dtype: what a user would write and hand to ``torch.compile``.
 
@@ -321,6 +328,8 @@ def _eager(template: Any, problem: Mapping[str, Any]) -> Callable:
         return _chunk_state
     if template.name == "chunk_scan":
         return _chunk_scan
+    if template.name == "causal_conv1d" and problem["activation"] == "silu":
+        return _causal_conv1d_silu
     raise NotImplementedError(f"no eager PyTorch form for template {template.name!r}")
 
 

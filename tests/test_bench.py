@@ -694,6 +694,7 @@ def test_nan_prefill_fills_nothing_off_cuda():
     ("flash_attention", dict(batch=1, heads=4, kv_heads=2, seq_len=256, dim=64, causal=True)),
     ("chunk_state", dict(seqlen=512, heads=8)),
     ("chunk_scan", dict(seqlen=512, heads=8)),
+    ("causal_conv1d", dict(batch=2, seqlen=300, channels=4353, x_stride=4400)),
 ])
 def test_torch_compile_peer_is_plain_pytorch_in_the_input_dtype(name, params):
     """What torch-compile compiles: the module a user writes, in fp16 (not the float32 reference), within the

@@ -10,6 +10,13 @@
 # 2. the same with 877314f's template copied over the tree (before/; its stores by chunks never timed before);
 # 3. at 4 x 4096 x 4353: the search's pick, the next four tiles it ranks and two named tiles (plans.py);
 # 4. the op's GPU tests of the conv, every output against float32, in the time left.
+# What ran (2026-12-05, 16:21-16:31 UTC): `bash .../run.sh 5de5574 540`, asked of nvidia-h200 but run on ONE H100
+# 80GB HBM3 (the folder says h200; the files are in h100/). Steps 1 and 2 each reached their 150 s limit before the
+# 4353 pair (a cold compile of the six kernels took 58 s): 2500 tokens 1.023 after, 1.020 before; 4 x 4000 1.001
+# after, 1.002 before (bar 0.95). Step 3's peer column failed (benchmarks/systems.py had no eager form of the conv,
+# so torch-compile had nothing to compile: ERR in the table) but every kernel ran and was checked (2.1e-4 from
+# float32); its measured times are in plans.log. Step 4 ran out of time after six passed tests (rc 124).
+# The 4353 pair itself: run2.sh.
 set -u
 limit=$2
 export PT_TVM_GIT_COMMIT=$1
