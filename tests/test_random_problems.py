@@ -87,11 +87,13 @@ def _scan(r: random.Random) -> dict:
 
 
 def _conv(r: random.Random) -> dict:
-    channels, dynamic = r.randint(1, 80) * 8, r.random() < 0.2
+    """Channels and row strides mostly in whole 16-byte units, else any (rows TMA cannot address: loaded and
+    stored by aligned chunks)."""
+    channels, dynamic = r.choice((r.randint(1, 80) * 8, r.randint(1, 640))), r.random() < 0.2
+    pad = 0 if dynamic or r.random() < 0.5 else r.choice((8 * r.randint(1, 64), r.randint(1, 64)))
     return dict(batch=r.randint(1, 3), seqlen=r.randint(1, 3000), channels=channels, width=r.randint(2, 4),
                 dtype=r.choice(("float16", "bfloat16")), activation=r.choice(("silu", "none")),
-                x_stride=channels + (0 if dynamic or r.random() < 0.5 else 8 * r.randint(1, 64)),
-                dynamic_seqlen=dynamic)
+                x_stride=channels + pad, dynamic_seqlen=dynamic)
 
 
 DRAWS = {"flash_attention": _attention, "flash_attention_varlen": _varlen, "flash_attention_qkv": _qkv,
