@@ -10,6 +10,7 @@
   calibrate    fit the cost model to the pt-tvm plans a run measured
   model-check  how the cost model ranks the pt-tvm plans a run measured (first pick, rank correlation)
   search-time  pt-tvm's search time per template/config on the CPU, beside published figures
+  registers    the cost model's registers a thread against ptxas's for a template's best plans (CPU, nvcc)
 """
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ from typing import Any, Callable, Sequence
 import torch
 
 from pt_tvm import hw
+from pt_tvm.cli import parse_params
 from pt_tvm.errors import PtTvmError
 
-from . import dryrun, layers, modelcheck, roofline
+from . import dryrun, layers, modelcheck, registers, roofline
 from .calibration import cmd_calibrate
 from .compare import compare_files, ratio_moves
 from .configs import SUITES, filter_systems, subsample, suite_configs
@@ -412,6 +414,15 @@ def _cmd_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_registers(args: argparse.Namespace) -> int:
+    try:
+        rows = registers.compare_registers(args.template, args.target, parse_params(args.param), args.top)
+    except (ValueError, RuntimeError) as e:  # a bad parameter or target, no nvcc, a kernel nvcc refused
+        raise UsageError(str(e)) from None
+    print(registers.as_json(rows) if args.json else registers.format_table(rows))
+    return 0
+
+
 def _cmd_model_check(args: argparse.Namespace) -> int:
     try:
         return modelcheck.cmd_model_check(args)
@@ -529,6 +540,17 @@ def build_parser(prog: str = "python -m benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--offered", action="store_true",
                    help="only the measured plans whose tile the current search still offers")
     p.set_defaults(func=_cmd_model_check)
+
+    p = sub.add_parser("registers", help="the cost model's registers a thread against ptxas's (CPU, nvcc)",
+                       description="Searches a template, lowers the best software-pipelined plan of each of its "
+                                   "best tiles and assembles it with nvcc: the model's registers a thread beside "
+                                   "ptxas's, spills, and the blocks an SM each gives.")
+    p.add_argument("template", help="template name (see `pt-tvm templates`)")
+    p.add_argument("--target", default="h100", help="CUDA chip model (default h100)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="template parameter, repeatable")
+    p.add_argument("--top", type=int, default=4, help="tiles to compare (default 4)")
+    p.add_argument("--json", action="store_true", help="print JSON rather than a table")
+    p.set_defaults(func=_cmd_registers)
 
     p = sub.add_parser("search-time", help="pt-tvm's CPU search time per template/config vs published figures")
     p.add_argument("--target", default="h100", help="chip model to search for (default h100)")

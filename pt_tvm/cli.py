@@ -14,7 +14,7 @@ from .errors import PtTvmError
 from .search import SearchSpace
 from .timeline import plot_timeline, text_timeline
 
-__all__ = ["main"]
+__all__ = ["main", "parse_params"]
 
 _DESCRIPTION = """\
 pt-tvm turns a TileLang kernel into an sTask-graph (its tile ops and their data
@@ -40,7 +40,8 @@ benchmarks, calibration and the CI regression check live in a source checkout: p
 """
 
 
-def _params(pairs: Sequence[str]) -> dict[str, str]:
+def parse_params(pairs: Sequence[str]) -> dict[str, str]:
+    """``--param KEY=VALUE`` pairs as the template parameters they name (values as text: templates convert)."""
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -90,7 +91,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     vdev = hw.get(args.target)
     out = args.out or os.path.join(DEFAULT_OUT, args.template)
     _writable_dir(os.path.dirname(os.path.abspath(out)), "--out folder")
-    func = template.build(**_params(args.param))
+    func = template.build(**parse_params(args.param))
     graph = extract(func, vdev)
     print(graph.summary())
     with open(out + ".json", "w") as f:
@@ -107,7 +108,7 @@ def _cmd_schedule(args: argparse.Namespace) -> int:
     out = _writable_dir(args.out or os.path.join(DEFAULT_OUT, f"{args.template}-{vdev.name}"), "--out")
     if args.plot:
         _plot_path(args.plot)
-    result, problem, build = schedule_template(args.template, vdev, params=_params(args.param),
+    result, problem, build = schedule_template(args.template, vdev, params=parse_params(args.param),
                                                seed=args.seed, space=SearchSpace(random_orders=args.random_orders),
                                                jobs=args.jobs)
     best = result.best
@@ -165,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search the tiles in N worker processes (0: one per CPU; default $PT_TVM_SEARCH_JOBS, else 1)")
     p.set_defaults(func=_cmd_schedule)
 
-    add_cluster_commands(sub, _params)  # tracker, worker, tune, tunedb
+    add_cluster_commands(sub, parse_params)  # tracker, worker, tune, tunedb
     return parser
 
 

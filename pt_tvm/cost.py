@@ -42,7 +42,7 @@ from .stream_k import Split, accumulator
 from .verify import deadlock_violations, gemm_warpgroups, register_estimate, shared_bytes
 
 __all__ = ["Calibration", "Estimate", "Event", "estimate", "simulated_iterations", "sTask_cycles", "copy_rates",
-           "dram_reuse", "least_dram_order", "streaming_eus", "calibrate",
+           "dram_reuse", "least_dram_order", "streaming_eus", "blocks_per_eu", "calibrate",
            "load_calibration", "save_calibration"]
 
 _SERVERS = {SEUKind.TENSOR_CORE: 1, SEUKind.TMA: 1, SEUKind.LSU: 1, SEUKind.CUDA_CORE: 2, SEUKind.SFU: 2}
@@ -197,7 +197,7 @@ def dram_reuse(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> dict[st
 
     A stream-K split (:mod:`pt_tvm.stream_k`) shares like whole tiles: its heads run in step.
     """
-    return _reuse(graph, vdev, plan.tile_order, vdev.num_eus * _blocks_per_eu(plan, graph, vdev))
+    return _reuse(graph, vdev, plan.tile_order, vdev.num_eus * blocks_per_eu(plan, graph, vdev))
 
 
 def least_dram_order(graph: STaskGraph, vdev: VDevice, orders: Iterable[TileOrder]) -> TileOrder:
@@ -470,7 +470,7 @@ def estimate(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, calibration:
     epilogue. Raises :class:`~pt_tvm.plan.PlanError` (the deadlock rule) where the plan's waits cannot all be met."""
     cal = calibration or Calibration(vdev.name)
     iters = simulated_iterations(graph)
-    bpe = _blocks_per_eu(plan, graph, vdev)
+    bpe = blocks_per_eu(plan, graph, vdev)
     sim = _Timeline(plan, graph, vdev, cal, iters, trace, bpe)
     stuck = sim.run()
     if stuck:
@@ -722,14 +722,17 @@ def _sync_costs(plan: ExecutionPlan, graph: STaskGraph) -> dict[tuple[str, str],
     return out
 
 
-def _blocks_per_eu(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> int:
-    """Resident blocks per EU, limited by shared memory, registers and threads."""
+def blocks_per_eu(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice, registers: int | None = None) -> int:
+    """Resident blocks per EU, limited by shared memory, registers and threads; ``registers`` a thread as
+    ptxas reports them, where known (default: :func:`register_estimate`'s count)."""
     eu = vdev.eu
     if plan.style == Style.WARP_SPECIALIZED:
         return 1  # launched with __launch_bounds__(threads, 1); setmaxnreg redistributes the whole register file
     smem = max(1, shared_bytes(plan, graph))
     threads = plan.num_warps * eu.warp_size
-    regs = threads * min(eu.max_regs_per_thread, register_estimate(graph, threads))
+    per_thread = register_estimate(graph, threads) if registers is None else registers
+    per_thread = -(-per_thread // eu.reg_alloc_granularity) * eu.reg_alloc_granularity  # as the SM allocates them
+    regs = threads * min(eu.max_regs_per_thread, per_thread)
     return max(1, min(eu.smem_per_eu // smem, eu.regs_per_eu // max(regs, 1), 2048 // threads, 8))
 
 

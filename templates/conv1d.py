@@ -6,14 +6,16 @@ groups=channels)[..., :seqlen]``). Tokens lead, channels are contiguous (``[batc
 model's projection leaves them): a block takes ``block_D`` channels of one sequence and walks ``block_S`` of its
 tokens in ``block_L``-token steps, each step loading its tokens and the ``width - 1`` before them (TMA or a guarded
 cp.async zero-fills the rows before 0 and past the end; the store is clipped there). ``x`` may be a view of a wider
-tensor (``x_stride``: the elements between tokens; the channels of one fused in-projection, read as they lie). Any
+tensor (``x_stride``: the elements between tokens, 0 for packed rows; the channels of one fused in-projection, read
+as they lie). Any
 channel count and stride: rows TMA cannot address (a stride off 16-byte units) are loaded as the aligned 16-byte
 chunks around them (cp.async over ``x`` as one run of elements; the taps read each row from its start in its first
 chunk), and ``y``'s rows are stored so from a staged tile (the chunks wholly the block's as 16-byte vectors, the
 two a row shares with its neighbours an element a thread).
 
-I/O contract: ``x [batch, seqlen, channels]`` dtype (token stride ``x_stride``), ``weight [channels, width]``
-dtype, ``bias [channels]`` dtype; ``y [batch, seqlen, channels]`` dtype (packed). Arithmetic in float32.
+I/O contract: ``x [batch, seqlen, channels]`` dtype (token stride ``x_stride``, ``channels`` where it is 0),
+``weight [channels, width]`` dtype, ``bias [channels]`` dtype; ``y [batch, seqlen, channels]`` dtype (packed).
+Arithmetic in float32.
 """
 # No ``from __future__ import annotations``: T.prim_func evaluates the
 # parameter annotations against the builder's locals (shapes, dtype).
@@ -42,6 +44,7 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     neighbouring channels and vector loads and stores); ``stage_y``: the step's outputs staged in shared memory
     (stored by TMA) rather than stored from registers; ``dynamic_seqlen``: one kernel for every length, priced
     at ``seqlen``; ``chunked`` (a row stride off 16-byte units): ``x_shared``'s rows one chunk wider."""
+    x_stride = x_stride or channels
     L = size("seqlen", seqlen, dynamic_seqlen)
     halo = width - 1
     strides = (L * x_stride, x_stride, 1) if x_stride != channels else ()
@@ -176,11 +179,11 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if p["activation"] not in _ACTIVATIONS:
         raise TemplateError(f"causal_conv1d: parameter 'activation'={p['activation']!r} is not supported "
                             f"(supported: {', '.join(_ACTIVATIONS)})")
-    if p["x_stride"] < p["channels"]:
-        raise TemplateError(f"causal_conv1d: parameter 'x_stride'={p['x_stride']} must be at least channels="
-                            f"{p['channels']}")
-    if p["dynamic_seqlen"] and p["x_stride"] != p["channels"]:
-        raise TemplateError("causal_conv1d: parameter 'x_stride' must equal channels with dynamic_seqlen (a kernel "
+    if not isinstance(p["x_stride"], int) or 0 < p["x_stride"] < p["channels"] or p["x_stride"] < 0:
+        raise TemplateError(f"causal_conv1d: parameter 'x_stride'={p['x_stride']!r} must be 0 (packed rows) or at "
+                            f"least channels={p['channels']}")
+    if p["dynamic_seqlen"] and p["x_stride"] not in (0, p["channels"]):
+        raise TemplateError("causal_conv1d: parameter 'x_stride' must be 0 or channels with dynamic_seqlen (a kernel "
                             "of symbolic length takes packed rows: TileLang 0.1.15 loads a view of symbolic strides "
                             "an element at a time)")
     if tile["block_S"] % tile["block_L"]:
@@ -204,7 +207,7 @@ def _make_inputs(problem: Mapping[str, Any], device: Any, generator: torch.Gener
     p = problem
     dtype = getattr(torch, p["dtype"])
     kw = {"device": device, "generator": generator}
-    wide = torch.randn(p["batch"], p["seqlen"], p["x_stride"], **kw).to(dtype)
+    wide = torch.randn(p["batch"], p["seqlen"], p["x_stride"] or p["channels"], **kw).to(dtype)
     bound = p["width"] ** -0.5
     weight = ((torch.rand(p["channels"], p["width"], **kw) * 2 - 1) * bound).to(dtype)
     bias = ((torch.rand(p["channels"], **kw) * 2 - 1) * bound).to(dtype)
@@ -224,7 +227,7 @@ CAUSAL_CONV1D = Template(
     builder=build_causal_conv1d,
     reference=_reference,
     problem={"batch": 1, "seqlen": 4096, "channels": 4352, "width": 4, "dtype": "float16", "activation": "silu",
-             "x_stride": 4352, "dynamic_seqlen": False},
+             "x_stride": 0, "dynamic_seqlen": False},
     tile={"block_L": 64, "block_D": 128, "block_S": 512, "stage_y": 0, "threads": 128},
     tile_space={"block_L": (32, 64, 128), "block_D": (64, 128, 256), "block_S": (256, 512, 1024, 2048),
                 "stage_y": (0, 1),
