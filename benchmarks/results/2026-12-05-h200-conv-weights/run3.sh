@@ -1,7 +1,7 @@
 #!/bin/bash
 # Does the conv over rows TMA cannot address (4 x 4096 x 4353 fp16) follow its blocks an SM or its tile's width?
 # (NOTES-shapes, "Why every plan ran 1.3-1.6x its price": the model counts 41-44 registers a thread, ptxas 72-224.)
-# One call on one GPU (say which), carrying .gpu-bundle and .peers:
+# One call on one GPU (say which), carrying .gpu-bundle:
 #   bash benchmarks/results/2026-12-05-h200-conv-weights/run3.sh COMMIT 540
 # 1. threads.py: six tiles' best plans pinned (the pick's at 128 and 256 threads, 32 x 256 at both, 64 x 64 at
 #    both), each with ptxas's registers and blocks an SM, timed from CUDA graphs beside torch.compile;
