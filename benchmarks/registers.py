@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
@@ -22,11 +21,11 @@ from typing import Any, Mapping
 from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
 
 from pt_tvm import cost, hw, templates
-from pt_tvm.compiler import lower_planned, schedule_template
+from pt_tvm.compiler import lower_planned, require_toolchain, schedule_template
 from pt_tvm.plan import Style
 from pt_tvm.verify import register_estimate
 
-__all__ = ["Usage", "ptxas_usage", "compare_registers", "format_table"]
+__all__ = ["Usage", "ptxas_usage", "compare_registers", "format_table", "as_json"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +44,13 @@ class Usage:
 def ptxas_usage(cuda: str, arch: str) -> tuple[int, int]:
     """(registers a thread, spill store bytes) ptxas reports for the kernel of ``cuda`` built for ``arch``
     (``sm_90a``), with the flags TileLang compiles with (``-O3 --use_fast_math``)."""
-    if shutil.which("nvcc") is None:
-        raise RuntimeError("nvcc is not on PATH: ptxas's register count needs the CUDA toolkit")
+    nvcc = require_toolchain({"kind": "cuda", "arch": arch})
     code = arch.removeprefix("sm_")
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "kernel.cu")
         with open(src, "w") as f:
             f.write(cuda)
-        done = subprocess.run(["nvcc", "--cubin", "-O3", f"-gencode=arch=compute_{code},code=sm_{code}",
+        done = subprocess.run([nvcc, "--cubin", "-O3", f"-gencode=arch=compute_{code},code=sm_{code}",
                                "-std=c++20", "-I" + TILELANG_TEMPLATE_PATH, "-I" + CUTLASS_INCLUDE_DIR,
                                "--use_fast_math", "-Xptxas", "-v", "-o", os.path.join(tmp, "kernel.cubin"), src],
                               capture_output=True, text=True)

@@ -30,7 +30,7 @@ from .plan import ExecutionPlan
 from .search import Candidate, SearchResult, SearchSpace, holds_walked, rank_key, schedule_graph, search_tiles
 
 __all__ = ["extract", "schedule", "schedule_template", "planned_func", "lower", "lower_planned", "compile",
-           "FallbackWarning", "ToolchainError"]
+           "FallbackWarning", "ToolchainError", "require_toolchain"]
 
 
 def extract(prim_func: Any, target: Any = None, hints: Mapping[str, int] | None = None) -> STaskGraph:
@@ -210,14 +210,20 @@ class ToolchainError(PtTvmError, RuntimeError):
     """The machine lacks the compiler a kernel for the target needs (nvcc for CUDA, hipcc for ROCm)."""
 
 
-def _require_toolchain(target: Any) -> None:
-    """Fail in one line, before TileLang tries, when the target's device compiler is missing."""
+def require_toolchain(target: Any) -> str | None:
+    """The path of the device compiler a kernel for ``target`` needs (nvcc for CUDA, hipcc for ROCm: on PATH, else
+    under CUDA_HOME or ROCM_PATH), None for a target that needs none; fails in one line, before TileLang tries,
+    where the machine lacks it."""
     kind = str(getattr(getattr(target, "kind", None), "name", "")) or dict(target).get("kind", "")
     tool = {"cuda": "nvcc", "hip": "hipcc"}.get(kind)
+    if tool is None:
+        return None
     home = tilelang.env.CUDA_HOME if kind == "cuda" else os.environ.get("ROCM_PATH", "/opt/rocm")
-    if tool and not shutil.which(tool) and not (home and os.path.exists(os.path.join(home, "bin", tool))):
+    found = shutil.which(tool) or (os.path.join(home, "bin", tool) if home else None)
+    if found is None or not os.path.exists(found):
         raise ToolchainError(f"compiling a {kind} kernel needs {tool}, which this machine lacks; "
                              f"pt_tvm.lower gives the kernel source without it")
+    return found
 
 
 def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
@@ -233,7 +239,7 @@ def compile(func: Any, target: Any = None, plan: ExecutionPlan | None = None, *,
         target = tvm.target.Target.current(allow_none=False)
     vdev = _vdevice(target)
     tvm_target = vdev.tvm_target() if vdev else tvm.target.Target(target) if isinstance(target, Mapping) else target
-    _require_toolchain(tvm_target)
+    require_toolchain(tvm_target)
     if vdev is not None:
         func = _planned(func, vdev, plan, **search_kw)
     kernel = tilelang.compile(func, out_idx=list(out_idx) if isinstance(out_idx, Sequence) else out_idx,

@@ -13,13 +13,13 @@ import time
 
 import torch
 
-from benchmarks.experiments.variants import best_pinned, graphed_if_right, pinned_kernel
+from benchmarks.experiments.variants import best_pinned, graphed_if_right
 from benchmarks.registers import ptxas_usage
 from benchmarks.suite import header
 from benchmarks.systems import build_system
 from pt_tvm import cost, hw, templates
-from pt_tvm.compiler import lower_planned, planned_func
-from pt_tvm.measure import SETTLE_MS, time_samplers
+from pt_tvm.compiler import planned_func
+from pt_tvm.measure import SETTLE_MS, kernel_outputs, time_samplers
 
 NAME = "causal_conv1d"
 PROBLEM = {"batch": 4, "seqlen": 4096, "channels": 4353, "x_stride": 4353, "dtype": "float16"}
@@ -40,23 +40,22 @@ def main(out_dir: str) -> None:
     params = [{**PROBLEM, "block_L": l, "block_D": d, "block_S": s, "threads": t, "stage_y": 0} for l, d, s, t in TILES]
     picks = best_pinned(NAME, params, vdev)
     print(f"searched and compiled {len(picks)} kernels in {time.time() - t_start:.0f} s", flush=True)
-    rows, samplers = {}, {}
+    rows, samplers, arch = {}, {}, str(vdev.target["arch"])
     for (best, problem), tile in zip(picks, TILES):
         key = "x".join(map(str, tile))
         if best is None:
             rows[key] = {"error": problem}
             continue
-        arch = str(vdev.target.get("arch", "sm_90a"))
-        regs, spills = ptxas_usage(lower_planned(planned_func(NAME, problem, best, vdev), vdev.tvm_target(),
-                                                 tmpl.pass_configs).kernel_source, arch)
+        kernel = tmpl.compile(planned_func(NAME, problem, best, vdev), vdev.tvm_target())  # from TileLang's cache
+        regs, spills = ptxas_usage(kernel.get_kernel_source(), arch)
         entry = {"tile": dict(best.plan.tile), "plan": best.note, "predicted_ms": best.seconds * 1e3,
                  "registers": regs, "spill_bytes": spills, "model_blocks": best.estimate.blocks_per_eu,
                  "blocks": cost.blocks_per_eu(best.plan, best.graph, vdev, registers=regs)}
-        sampler = graphed_if_right(tmpl, pinned_kernel(NAME, best, problem, vdev), problem, vdev, entry)
+        sampler = graphed_if_right(tmpl, kernel_outputs(tmpl, kernel), problem, vdev, entry)
         if sampler is not None:
             samplers[key] = sampler
         rows[key] = entry
-    problem = templates.get(NAME).resolve_problem(**PROBLEM)[0]
+    problem = tmpl.resolve_problem(**PROBLEM)[0]
     fn, info = build_system("torch-compile", tmpl, problem, vdev)
     rows["torch-compile"] = dict(info)
     if fn is not None:
