@@ -150,9 +150,10 @@ def _global_load(t: STask) -> bool:
 def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, readers: int = 1) -> float:
     """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory (a read
     that ``readers`` EUs share, multicast, costs each of them its share of L2 once for all); an LSU store into
-    rows that start off 16-byte boundaries moves its narrower vectors (``vector_bytes``) at the rate its 16-byte
-    ones would (the same instructions a cycle)."""
-    rate = vdev.eu.seu(kind).throughput * int(t.attrs.get("vector_bytes", 16)) / 16
+    rows that start off 16-byte boundaries, or a load from them, moves its narrower vectors (``vector_bytes``) at
+    the rate its 16-byte ones would (the same instructions a cycle); TMA's boxes start anywhere."""
+    vector = int(t.attrs.get("vector_bytes", 16)) if kind == SEUKind.LSU else 16
+    rate = vdev.eu.seu(kind).throughput * vector / 16
     share = vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)
     return min(rate, share * readers) if _global(t) else rate
 
@@ -401,7 +402,8 @@ class _Timeline(Simulation):
         eu = vdev.eu
         self.issue_cycles = {k.kind: (k.issue if k.is_async and k.kind != SEUKind.TENSOR_CORE else None)
                              for k in eu.seus}
-        self.cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU} \
+        self.cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU
+                         and not (_global_load(t) and int(t.attrs.get("vector_bytes", 16)) < _CP_ASYNC_MIN_BYTES)} \
             if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
         lsu = eu.seu(SEUKind.LSU)
         self.cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
@@ -687,6 +689,7 @@ CO_RESIDENT_OVERLAP = 0.8
 
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _CP_ASYNC_BYTES = 16  # the most one thread's cp.async moves
+_CP_ASYNC_MIN_BYTES = 4  # the least: narrower loads are copied through registers, holding the warps
 # Cycles a warpgroup's warps spend per cp.async instruction of each thread (address math and issue) before their
 # next sTask: a software pipeline issues its copies from the warps that run its wgmmas. Fitted on recorded runs:
 # with 32 the model's first pick on the 12 layer GEMMs of benchmarks/results/2026-11-24-h100-layer-gemms moves

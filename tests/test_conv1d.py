@@ -81,7 +81,8 @@ def test_pick_is_near_the_fastest_recorded_plan():
         result, _, _ = compiler.schedule_template("causal_conv1d", H200, params={**row["config"],
                                                                                  **experiment.LAYER})
         timed = {v["tile"]: v["ms"] for v in row["systems"].values() if "tile" in v}
-        pick = experiment._tile(result.best)
+        # recorded before row_groups was a parameter (0 at 4352 channels, whose rows TMA addresses)
+        pick = experiment._tile(result.best).replace(" row_groups=0", "")
         assert pick in timed, (row["config"], pick)
         gaps.append(timed[pick] / min(timed.values()))
     assert len(gaps) == 4 and max(gaps) < 1.25 and math.prod(gaps) ** (1 / len(gaps)) < 1.08, gaps
