@@ -402,8 +402,7 @@ class _Timeline(Simulation):
         eu = vdev.eu
         self.issue_cycles = {k.kind: (k.issue if k.is_async and k.kind != SEUKind.TENSOR_CORE else None)
                              for k in eu.seus}
-        self.cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU
-                         and not (_global_load(t) and int(t.attrs.get("vector_bytes", 16)) < _CP_ASYNC_MIN_BYTES)} \
+        self.cp_async = {t.id for t in graph.loop_stasks if plan.append_of(t.id).seu == SEUKind.LSU} \
             if plan.style == Style.SOFTWARE_PIPELINE and plan.num_stages > 1 and "cp_async" in vdev.features else set()
         lsu = eu.seu(SEUKind.LSU)
         self.cp_async_issue = lsu.issue if lsu.is_async else _CP_ASYNC_ISSUE  # a chip whose LSU is cp.async prices it
@@ -689,7 +688,6 @@ CO_RESIDENT_OVERLAP = 0.8
 
 _CP_ASYNC_ISSUE = 20.0  # cycles to issue one tile's cp.async copies where the LSU model is synchronous (Hopper)
 _CP_ASYNC_BYTES = 16  # the most one thread's cp.async moves
-_CP_ASYNC_MIN_BYTES = 4  # the least: narrower loads are copied through registers, holding the warps
 # Cycles a warpgroup's warps spend per cp.async instruction of each thread (address math and issue) before their
 # next sTask: a software pipeline issues its copies from the warps that run its wgmmas. Fitted on recorded runs:
 # with 32 the model's first pick on the 12 layer GEMMs of benchmarks/results/2026-11-24-h100-layer-gemms moves
