@@ -393,8 +393,6 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
             flops = float(elems)  # a register-to-register cast
         out = buffers.get(dst.buffer)  # a store's narrower vectors; loads keep the 16-byte rate (not measured apart)
         width = _row_vector(out) if seu == SEUKind.LSU and out is not None and out.scope == "global" else 16
-        if seu == SEUKind.TMA and src.scope == "global":  # a box may start anywhere; the LSU's vectors may not
-            width = min(width, _start_vector(call.args[0], buffers[src.buffer].dtype))
         if width < 16:
             attrs["vector_bytes"] = str(width)
         dtype = buffers[src.buffer].dtype
@@ -664,21 +662,6 @@ def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice, buffers: dict[str, Buf
         if glob is None or _tma_strides(glob):
             return SEUKind.TMA
     return SEUKind.LSU
-
-
-def _start_vector(arg: Any, dtype: str) -> int:
-    """The widest access (bytes, at most 16) that a region's innermost start is known to be aligned to: a load
-    from rows of 16-byte units that starts off them (a TMA box of a group of tokens at an odd channel count) is,
-    taken over by the LSU in a software pipeline, loaded element by element (no cp.async under 4 bytes)."""
-    if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
-        start = arg.args[0].indices[-1]
-    elif isinstance(arg, tirx.BufferRegion):
-        start = arg.region[-1].min
-    else:
-        return 16
-    known = tvm.arith.Analyzer().modular_set(start)
-    elems = math.gcd(int(known.coeff), int(known.base))
-    return 16 if elems == 0 else min(16, (elems * dtype_bytes(dtype)) & -(elems * dtype_bytes(dtype)))
 
 
 def _row_vector(buffer: BufferInfo) -> int:

@@ -150,10 +150,9 @@ def _global_load(t: STask) -> bool:
 def _l2_rate(t: STask, kind: SEUKind, graph: STaskGraph, vdev: VDevice, readers: int = 1) -> float:
     """Bytes per cycle of a copy on its sEU, through the EU's share of L2 when it touches global memory (a read
     that ``readers`` EUs share, multicast, costs each of them its share of L2 once for all); an LSU store into
-    rows that start off 16-byte boundaries, or a load from them, moves its narrower vectors (``vector_bytes``) at
-    the rate its 16-byte ones would (the same instructions a cycle); TMA's boxes start anywhere."""
-    vector = int(t.attrs.get("vector_bytes", 16)) if kind == SEUKind.LSU else 16
-    rate = vdev.eu.seu(kind).throughput * vector / 16
+    rows that start off 16-byte boundaries moves its narrower vectors (``vector_bytes``) at the rate its 16-byte
+    ones would (the same instructions a cycle)."""
+    rate = vdev.eu.seu(kind).throughput * int(t.attrs.get("vector_bytes", 16)) / 16
     share = vdev.l2_bandwidth / (streaming_eus(graph, vdev) * vdev.clock_ghz * 1e9)
     return min(rate, share * readers) if _global(t) else rate
 

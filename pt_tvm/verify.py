@@ -323,21 +323,7 @@ def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
         return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
                           f"(T.Pipelined order/stage cannot place their waits)")]
-    return (_check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev) + _check_stage_order(plan, graph)
-            + _check_lsu_boxes(plan, graph))
-
-
-def _check_lsu_boxes(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
-    """A TMA box that starts off 16-byte units (``vector_bytes``: the conv's rows read in groups of tokens) is,
-    taken over by the LSU in a software pipeline, loaded an element at a time: TileLang 0.1.15's CUDA for the
-    conv's eight boxes of a group holds a 2-byte load an element for every one of them, those that start on
-    16-byte units too (no cp.async)."""
-    if plan.style != Style.SOFTWARE_PIPELINE:
-        return []
-    return [Violation("emission", f"{t.id} loads a box starting off 16-byte units ({t.attrs['vector_bytes']}-byte "
-                                  f"aligned), which TileLang 0.1.15 copies an element at a time without TMA")
-            for t in graph.loop_stasks if t.seu == SEUKind.TMA and "vector_bytes" in t.attrs
-            and plan.append_of(t.id).seu == SEUKind.LSU]
+    return _check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev) + _check_stage_order(plan, graph)
 
 
 def _check_block_sync(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:

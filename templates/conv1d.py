@@ -19,7 +19,6 @@ Arithmetic in float32.
 """
 # No ``from __future__ import annotations``: T.prim_func evaluates the
 # parameter annotations against the builder's locals (shapes, dtype).
-import math
 from typing import Any, Mapping
 
 import tilelang.language as T
@@ -39,15 +38,12 @@ _CHUNK_BYTES = 16  # rows whose starts are off these boundaries are loaded as th
 
 def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtype: str, activation: str,
                         x_stride: int, dynamic_seqlen: bool, block_L: int, block_D: int, block_S: int,
-                        stage_y: int, row_groups: int, threads: int, num_stages: int):
+                        stage_y: int, threads: int, num_stages: int):
     """The kernel: grid ``(ceil(channels / block_D), ceil(seqlen / block_S), batch)``, a pipelined loop of
     ``block_S / block_L`` steps, each output element one expression of its taps (TileLang then gives a thread
     neighbouring channels and vector loads and stores); ``stage_y``: the step's outputs staged in shared memory
     (stored by TMA) rather than stored from registers; ``dynamic_seqlen``: one kernel for every length, priced
-    at ``seqlen``. A row stride off 16-byte units is read as the chunks around each row (``x_shared``'s rows one
-    chunk wider), or with ``row_groups`` by TMA as rows of ``group`` tokens, whose run spans whole 16-byte units
-    (``x_rows``: a box a token of the group, the rows before the sequence zero-filled; ``x_shared`` is
-    ``[token in its group, group, channel]``)."""
+    at ``seqlen``; ``chunked`` (a row stride off 16-byte units): ``x_shared``'s rows one chunk wider."""
     x_stride = x_stride or channels
     L = size("seqlen", seqlen, dynamic_seqlen)
     halo = width - 1
@@ -55,10 +51,7 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     steps = block_S // block_L
     silu = activation == "silu"
     chunk = _CHUNK_BYTES // _BYTES[dtype]
-    group = _group(x_stride, dtype)
-    grouped = bool(row_groups)
-    chunked = group > 1 and not grouped
-    pre = -(-halo // group)  # the groups before a step's first token that hold its halo
+    chunked = x_stride % chunk != 0
     y_chunked = channels % chunk != 0  # y's rows (packed) off 16-byte units: stored by chunks, edges by elements
     staged = stage_y or y_chunked
     # x as one run of elements from its first to its last, whole chunks (the last may hold up to chunk - 1
@@ -115,8 +108,6 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     ):
         if chunked:
             x_flat = T.decl_buffer((flat,), dtype, data=x.data)
-        if grouped:
-            x_rows = T.decl_buffer((batch, L // group, group * x_stride), dtype, data=x.data)
         if y_chunked:
             y_flat = T.decl_buffer((y_flat_size,), dtype, data=y.data)
         with T.Kernel(T.ceildiv(channels, block_D), T.ceildiv(L, block_S), batch, threads=threads) as (bx, by, bz):
@@ -125,10 +116,7 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
             alloc_w = T.alloc_fragment if staged else T.alloc_shared
             w_taps = [alloc_w((block_D,), _ACCUM) for _ in range(width)]
             b_tile = alloc_w((block_D,), _ACCUM)
-            if grouped:  # [token in its group, group, channel]
-                x_shared = T.alloc_shared((group, block_L // group + pre, block_D), dtype)
-            else:
-                x_shared = T.alloc_shared((block_L + halo, block_D + chunk * chunked), dtype)
+            x_shared = T.alloc_shared((block_L + halo, block_D + chunk * chunked), dtype)
             y_tile = (T.alloc_shared if staged else T.alloc_fragment)((block_L, block_D + chunk * y_chunked), dtype)
             for k, w_k in enumerate(w_taps):  # a Python loop: a fill a tap
                 for j in T.Parallel(block_D):
@@ -142,22 +130,13 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
                             (first(by, s) + i >= 0) & (first(by, s) + i < L)
                             & (aligned(bx, bz, first(by, s) + i) + v // chunk * chunk < flat),
                             x_flat[aligned(bx, bz, first(by, s) + i) + v], T.Cast(dtype, 0))
-                elif grouped:
-                    g0 = (by * block_S + s * block_L) // group - pre
-                    for u in list(range(group)):  # a Python loop (a list): a box a token of the group
-                        T.copy(x_rows[bz, g0:g0 + block_L // group + pre,
-                                      u * x_stride + bx * block_D:u * x_stride + (bx + 1) * block_D], x_shared[u, :, :])
                 else:
                     T.copy(x[bz, first(by, s):first(by, s) + block_L + halo, bx * block_D:(bx + 1) * block_D],
                            x_shared)
                 for i, j in T.Parallel(block_L, block_D):
-                    if grouped:  # row i + k of the step's tokens is token pre * group - halo + i + k of its groups
-                        rows = [pre * group - halo + i + k for k in range(width)]
-                        taps = [x_shared[r % group, r // group, j] for r in rows]
-                    else:
-                        taps = [x_shared[i + k, j + shift(bx, bz, first(by, s) + i + k)] for k in range(width)]
+                    shifts = [shift(bx, bz, first(by, s) + i + k) for k in range(width)]
                     y_tile[i, j + (y_bounds(bx, bz, first(by, s) + halo + i)[0] % chunk if y_chunked else 0)] = T.Cast(
-                        dtype, _activate(_taps(b_tile, w_taps, j, taps), silu))
+                        dtype, _activate(_taps(b_tile, w_taps, x_shared, i, j, shifts), silu))
                 if y_chunked:
                     for i, v in T.Parallel(block_L, block_D + chunk, coalesced_width=T.int32(chunk)):
                         if y_whole(bx, bz, first(by, s) + halo + i, v):
@@ -174,18 +153,12 @@ def build_causal_conv1d(batch: int, seqlen: int, channels: int, width: int, dtyp
     return priced(causal_conv1d, {"seqlen": seqlen} if dynamic_seqlen else {})
 
 
-def _group(x_stride: int, dtype: str) -> int:
-    """Tokens whose rows together span whole 16-byte units (1 where each row does)."""
-    chunk = _CHUNK_BYTES // _BYTES[dtype]
-    return chunk // math.gcd(x_stride, chunk)
-
-
-def _taps(b_tile, w_taps, j, taps: list):
+def _taps(b_tile, w_taps, x_shared, i, j, shifts: list):
     """``bias + sum_k w[k] x[i + k]`` in float32 (the weights and bias are held so), the taps written out (one
-    multiply-add each), one a width; ``taps[k]``: the element of row ``i + k`` in ``x_shared``."""
+    multiply-add each), one a width; row ``i + k``'s channels start ``shifts[k]`` columns into ``x_shared``."""
     acc = b_tile[j]
-    for w_k, tap in zip(w_taps, taps):
-        acc = acc + w_k[j] * T.Cast(_ACCUM, tap)
+    for w_k, k, shift in zip(w_taps, range(len(shifts)), shifts):
+        acc = acc + w_k[j] * T.Cast(_ACCUM, x_shared[i + k, j + shift])
     return acc
 
 
@@ -216,13 +189,6 @@ def _check(problem: Mapping[str, Any], tile: Mapping[str, Any]) -> None:
     if tile["block_S"] % tile["block_L"]:
         raise TemplateError(f"causal_conv1d: parameter 'block_S'={tile['block_S']} must be a multiple of "
                             f"block_L={tile['block_L']}")
-    if tile["row_groups"]:
-        group = _group(p["x_stride"] or p["channels"], p["dtype"])
-        if group == 1 or p["dynamic_seqlen"] or p["seqlen"] % group or tile["block_L"] % group:
-            raise TemplateError(f"causal_conv1d: parameter 'row_groups'=1 reads rows off 16-byte units by groups of "
-                                f"{group} token(s): it needs such rows and a static seqlen and block_L that are "
-                                f"multiples of the group (seqlen={p['seqlen']}, block_L={tile['block_L']}, "
-                                f"dynamic_seqlen={p['dynamic_seqlen']})")
     if p["width"] > tile["block_L"]:
         raise TemplateError(f"causal_conv1d: parameter 'width'={p['width']} exceeds block_L={tile['block_L']}")
 
@@ -262,9 +228,9 @@ CAUSAL_CONV1D = Template(
     reference=_reference,
     problem={"batch": 1, "seqlen": 4096, "channels": 4352, "width": 4, "dtype": "float16", "activation": "silu",
              "x_stride": 0, "dynamic_seqlen": False},
-    tile={"block_L": 64, "block_D": 128, "block_S": 512, "stage_y": 0, "row_groups": 0, "threads": 128},
+    tile={"block_L": 64, "block_D": 128, "block_S": 512, "stage_y": 0, "threads": 128},
     tile_space={"block_L": (32, 64, 128), "block_D": (64, 128, 256), "block_S": (256, 512, 1024, 2048),
-                "stage_y": (0, 1), "row_groups": (0, 1),
+                "stage_y": (0, 1),
                 "threads": (128, 256)},
     make_inputs=_make_inputs,
     flops=_flops,

@@ -20,7 +20,6 @@ from benchmarks.experiments import conv1d as experiment
 from pt_tvm import compiler, hw
 from pt_tvm.graph import OpKind, Placement
 from pt_tvm.measure import REL_TOL, rel_err
-from pt_tvm.plan import Style
 from pt_tvm.ops import checks, kernels
 from pt_tvm.space import Priority, warp_specialized
 from pt_tvm.templates import TemplateError, get
@@ -82,8 +81,7 @@ def test_pick_is_near_the_fastest_recorded_plan():
         result, _, _ = compiler.schedule_template("causal_conv1d", H200, params={**row["config"],
                                                                                  **experiment.LAYER})
         timed = {v["tile"]: v["ms"] for v in row["systems"].values() if "tile" in v}
-        # recorded before row_groups was a parameter (0 at 4352 channels, whose rows TMA addresses)
-        pick = experiment._tile(result.best).replace(" row_groups=0", "")
+        pick = experiment._tile(result.best)
         assert pick in timed, (row["config"], pick)
         gaps.append(timed[pick] / min(timed.values()))
     assert len(gaps) == 4 and max(gaps) < 1.25 and math.prod(gaps) ** (1 / len(gaps)) < 1.08, gaps
@@ -157,43 +155,6 @@ def test_rows_tma_cannot_address_are_loaded_and_stored_in_aligned_chunks():
     assert re.search(r"\* 70\)+ [+-] \d+\) & 7\)", src)  # a row's shift within its first chunk: 70 t mod 8
     assert re.search(r"\*\(uint4\*\)\(y_flat \+ [^;]*\) = \*\(uint4\*\)\(\(\(half_t\*\)y_tile\)", src)
     assert re.search(r"\n\s*y_flat\[[^;]*\] = \(\(half_t\*\)y_tile\)\[", src)
-
-
-GROUPED = {"batch": 2, "seqlen": 2048, "channels": 4353, "width": 4, "x_stride": 0}  # rows 8706 bytes apart
-
-
-def test_rows_off_16_byte_units_are_read_by_tma_in_groups_of_tokens():
-    """4353 fp16 channels: eight rows span whole 16-byte units, so ``x`` is read as rows of eight tokens, a TMA box
-    a token of the group (starting anywhere in its row; the rows before the sequence zero-filled). TileLang loads
-    such boxes an element at a time where a software pipeline hands them to the LSU: only warp-specialized plans,
-    whose producer issues them, are kept."""
-    tile = {"block_L": 32, "block_D": 256, "block_S": 256, "stage_y": 0, "row_groups": 1, "threads": 128}
-    result, problem, build = compiler.schedule_template("causal_conv1d", H200, params={**GROUPED, **tile})
-    loads = [t for t in result.best.graph.loop_stasks if t.op == OpKind.COPY and t.reads[0].scope == "global"]
-    assert [t.reads[0].buffer for t in loads] == ["x_rows"] * 8
-    assert all(t.tile_shape == (32 // 8 + 1, 256) and t.seu.value == "tma" for t in loads)
-    # box u starts u * 4353 elements into its row: 2, 4, 2, 8, 2, 4, 2 bytes past 16-byte units
-    assert "vector_bytes" not in loads[0].attrs and [t.attrs["vector_bytes"] for t in loads[1:]] == list("2428242")
-    assert all(c.plan.style == Style.WARP_SPECIALIZED for c in result.ranked)
-    assert result.rejected["emission"] > 0
-    src = get("causal_conv1d").compile(build(), H200.tvm_target()).get_kernel_source()
-    assert src.count("tma_load(x_rows_desc") == 8 and "x_flat" not in src and "cp_async" not in src
-
-
-def test_the_search_reads_odd_rows_in_groups_where_the_sequence_fills_them():
-    pick = compiler.schedule_template("causal_conv1d", H200, params=GROUPED)[0].best
-    assert pick.plan.tile["row_groups"] == 1 and pick.plan.style == Style.WARP_SPECIALIZED
-
-
-@pytest.mark.parametrize("params", [
-    {"channels": 4352},  # rows TMA addresses one by one
-    {"seqlen": 2047},  # no whole groups of eight
-    {"dynamic_seqlen": True},
-    {"block_L": 32, "x_stride": 4354, "channels": 4354, "seqlen": 2046},  # groups of 4: 2046 tokens leave 2
-])
-def test_row_groups_is_refused_where_it_cannot_apply(params):
-    with pytest.raises(TemplateError, match="'row_groups'"):
-        get("causal_conv1d").resolve(**{**GROUPED, **params, "row_groups": 1})
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from pt_tvm.compiler import schedule_template
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 H100 = hw.get("h100")
-# the conv's pick at 4 x 4096 x 4353 fp16 channels on the H100 model on 2026-12-05 (the chunks around each row):
-# ptxas gave its kernel 122 registers a thread, the model counts its fragments' 42
+# the conv's pick at 4 x 4096 x 4353 fp16 channels on the H100 model (2026-12-05): ptxas gave its kernel 122
+# registers a thread, the model counts its fragments' 42
 CONV_4353 = dict(batch=4, seqlen=4096, channels=4353, x_stride=4353, block_L=32, block_D=128, block_S=256,
-                 stage_y=0, row_groups=0, threads=128)
+                 stage_y=0, threads=128)
 
 
 def test_blocks_an_sm_follow_the_registers_a_thread_rounded_as_the_sm_allocates_them():

@@ -34,17 +34,14 @@ TILES = [  # (block_L, block_D, block_S, threads): registers and blocks an SM by
 ROUNDS = 9
 
 
-def main(out_dir: str, tiles=TILES, problem_=PROBLEM, command: str = "python benchmarks/results/"
-         "2026-12-05-h200-conv-weights/threads.py $OUT", name: str = "threads") -> None:
-    """``tiles``: (block_L, block_D, block_S, threads[, row_groups]) each (row_groups 0 where left out)."""
+def main(out_dir: str) -> None:
     t_start = time.time()
     vdev, tmpl = hw.from_device(), templates.get(NAME)
-    params = [{**problem_, "block_L": t[0], "block_D": t[1], "block_S": t[2], "threads": t[3], "stage_y": 0,
-               "row_groups": t[4] if len(t) > 4 else 0} for t in tiles]
+    params = [{**PROBLEM, "block_L": l, "block_D": d, "block_S": s, "threads": t, "stage_y": 0} for l, d, s, t in TILES]
     picks = best_pinned(NAME, params, vdev)
     print(f"searched and compiled {len(picks)} kernels in {time.time() - t_start:.0f} s", flush=True)
     rows, samplers, arch = {}, {}, str(vdev.target["arch"])
-    for (best, problem), tile in zip(picks, tiles):
+    for (best, problem), tile in zip(picks, TILES):
         key = "x".join(map(str, tile))
         if best is None:
             rows[key] = {"error": problem}
@@ -58,7 +55,7 @@ def main(out_dir: str, tiles=TILES, problem_=PROBLEM, command: str = "python ben
         if sampler is not None:
             samplers[key] = sampler
         rows[key] = entry
-    problem = tmpl.resolve_problem(**problem_)[0]
+    problem = tmpl.resolve_problem(**PROBLEM)[0]
     fn, info = build_system("torch-compile", tmpl, problem, vdev)
     rows["torch-compile"] = dict(info)
     if fn is not None:
@@ -67,11 +64,12 @@ def main(out_dir: str, tiles=TILES, problem_=PROBLEM, command: str = "python ben
             samplers["torch-compile"] = sampler
     for key, t in time_samplers(samplers, rounds=ROUNDS, round_ms=150.0, settle_ms=SETTLE_MS).items():
         rows[key].update(ms=t.ms, p20_ms=t.p20, p80_ms=t.p80)
-    with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
-        json.dump({"header": header(command, torch.cuda.get_device_name()), "problem": problem_, "rows": rows}, f,
-                  indent=1, default=str)
-    pick = rows["x".join(map(str, tiles[0]))].get("ms")
-    print(f"\n{'tile (L x D x S x threads[x groups])':<28} {'us':>8} {'/pick':>6} {'priced us':>10} {'regs':>5} "
+    with open(os.path.join(out_dir, "threads.json"), "w") as f:
+        json.dump({"header": header("python benchmarks/results/2026-12-05-h200-conv-weights/threads.py $OUT",
+                                    torch.cuda.get_device_name()), "problem": PROBLEM, "rows": rows}, f, indent=1,
+                  default=str)
+    pick = rows["x".join(map(str, TILES[0]))].get("ms")
+    print(f"\n{'tile (L x D x S x threads)':<28} {'us':>8} {'/pick':>6} {'priced us':>10} {'regs':>5} "
           f"{'blocks model/ptxas':>19} {'rel_err':>8}")
     for key, r in rows.items():
         if "ms" not in r:

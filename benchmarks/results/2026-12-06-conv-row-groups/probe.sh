@@ -1,4 +1,6 @@
 #!/bin/bash
+# Needs 725b663's code (main reverted the row groups after it); not run: no device machine came before the session's
+# device time ran out.
 # probe.py over five problems, one process each (a fault poisons its process's CUDA context), then the faulting one
 # under compute-sanitizer where the machine has it. One call carrying .gpu-bundle:
 #   bash benchmarks/results/2026-12-06-conv-row-groups/probe.sh COMMIT
