@@ -1,4 +1,5 @@
 #!/bin/bash
+# Not run: the session's device time ran out (too little was left to start a machine).
 # The conv's GPU tests and random problems at main after the revert (the chunked path; seeds 1-6 draw odd channels and
 # strides, 474 channels of a symbolic length among them, never run on a GPU before), in the device time left:
 #   bash benchmarks/results/2026-12-06-conv-row-groups/after-revert.sh COMMIT SECONDS
