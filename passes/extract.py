@@ -22,6 +22,7 @@ from pt_tvm import hw
 from pt_tvm.errors import SymbolicSizeWarning
 from pt_tvm.graph import (
     BLOCK_SYNC,
+    BOX_OFF_BOUNDARY,
     Access,
     BufferInfo,
     LoopInfo,
@@ -395,6 +396,9 @@ def _tile_op(call: tirx.Call, sid: str, placement: Placement, index: int, buffer
         width = _row_vector(out) if seu == SEUKind.LSU and out is not None and out.scope == "global" else 16
         if width < 16:
             attrs["vector_bytes"] = str(width)
+        glob = src if src.scope == "global" else dst
+        if seu == SEUKind.TMA and _off_boundary(call.args[0 if glob is src else 1], buffers[glob.buffer].dtype):
+            attrs[BOX_OFF_BOUNDARY] = "1"
         dtype = buffers[src.buffer].dtype
     elif op in _GEMM_OPS:
         kind = OpKind.GEMM
@@ -662,6 +666,20 @@ def _copy_seu(src: Access, dst: Access, vdev: hw.VDevice, buffers: dict[str, Buf
         if glob is None or _tma_strides(glob):
             return SEUKind.TMA
     return SEUKind.LSU
+
+
+def _off_boundary(arg: Any, dtype: str) -> bool:
+    """Whether a copy operand's innermost start provably lies off every 16-byte boundary (its start known modulo a
+    multiple of 16 bytes, and that residue not 0): a tensor map's box starting there stops the kernel with an
+    illegal instruction (``templates/gemm.py``'s row groups; the conv's boxes a token of a group, 2026-12-06)."""
+    if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
+        start = arg.args[0].indices[-1]
+    elif isinstance(arg, tirx.BufferRegion):
+        start = arg.region[-1].min
+    else:
+        return False
+    known, size = tvm.arith.Analyzer().modular_set(start), dtype_bytes(dtype)
+    return int(known.coeff) * size % 16 == 0 and int(known.base) * size % 16 != 0
 
 
 def _row_vector(buffer: BufferInfo) -> int:

@@ -33,9 +33,11 @@ __all__ = [
     "GraphError",
     "symbols_text",
     "BLOCK_SYNC",
+    "BOX_OFF_BOUNDARY",
 ]
 
 BLOCK_SYNC = "block_sync"  # STask attribute ("1"): the statement holds a barrier of all the block's threads
+BOX_OFF_BOUNDARY = "box_off_boundary"  # STask attribute ("1"): a global tile whose rows provably start off 16 bytes
 
 
 class GraphError(PtTvmError, ValueError):

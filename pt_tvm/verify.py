@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from .graph import BLOCK_SYNC, DepKind, Edge, OpKind, Placement, STask, STaskGraph
+from .graph import BLOCK_SYNC, BOX_OFF_BOUNDARY, DepKind, Edge, OpKind, Placement, STask, STaskGraph
 from .hw import SEUKind, VDevice
 from .lowering import MAX_HANDOFF_WARPGROUPS, NAMED_BARRIERS, carried_gemms, reuses_dead_shared, splits_rows
 from .plan import (
@@ -323,7 +323,19 @@ def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
     if plan.style != Style.WARP_SPECIALIZED and plan.in_flight():
         return [Violation("emission", f"in-flight gemms {sorted(plan.in_flight())} need a warp-specialized plan "
                           f"(T.Pipelined order/stage cannot place their waits)")]
-    return _check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev) + _check_stage_order(plan, graph)
+    return (_check_block_sync(plan, graph) + _check_cp_async_order(plan, graph, vdev) + _check_stage_order(plan, graph)
+            + _check_box_starts(plan, graph))
+
+
+def _check_box_starts(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
+    """A warp-specialized plan loads its copies by TMA, whose boxes start only on 16-byte boundaries: TileLang
+    0.1.15 emits a box that starts off one, and the kernel stops with an illegal instruction (one H200,
+    2026-12-06: the conv's rows read in groups of tokens). A software pipeline copies them by the LSU."""
+    if plan.style != Style.WARP_SPECIALIZED:
+        return []
+    return [Violation("emission", f"{t.id} copies a tile of {t.reads[0].buffer if t.reads else '?'} whose rows start "
+                                  f"off 16-byte boundaries; a TMA box starting there stops the kernel with an illegal "
+                                  f"instruction") for t in graph.stasks if t.attrs.get(BOX_OFF_BOUNDARY)]
 
 
 def _check_block_sync(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:

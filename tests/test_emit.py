@@ -558,3 +558,32 @@ def test_a_persistent_walk_refuses_a_blocks_exit():
     plan = next(c.plan for c in search([graph], h100, space=SPACE).ranked if c.plan.persistent)
     with pytest.raises(ScheduleMismatch, match="early exit"):
         apply_plan(func, plan, h100, graph)
+
+
+def _shifted_load(offset: int):
+    """A pipelined loop whose tile of ``A`` starts ``offset`` fp16 columns into each 256-column step."""
+    @T.prim_func
+    def shifted(A: T.Tensor((256, 1024), "float16"), B: T.Tensor((256, 64), "float16")):
+        with T.Kernel(4, threads=128) as bx:
+            s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.fill(acc, 0)
+            for i in T.Pipelined(4, num_stages=2):
+                T.copy(A[bx * 64:(bx + 1) * 64, i * 256 + offset:i * 256 + offset + 64], s)
+                for r, c in T.Parallel(64, 64):
+                    acc[r, c] += s[r, c]
+            T.copy(acc, B[bx * 64:(bx + 1) * 64, 0:64])
+    return shifted
+
+
+def test_a_tma_box_starting_off_16_bytes_gets_no_warp_specialized_plan():
+    """A box starting off a 16-byte boundary stops the kernel with an illegal instruction (one H200, 2026-12-06):
+    a tile whose rows provably start there (6 bytes past one) is loaded by a software pipeline's LSU; 16 bytes
+    past one, warp-specialized plans stay."""
+    off = pt_tvm.schedule(_shifted_load(3), "h100")
+    assert off.best.plan.style.value == "software_pipeline" and off.rejected.get("emission")
+    (load,) = [t for t in off.best.graph.loop_stasks if t.reads and t.reads[0].buffer == "A"]
+    assert load.attrs.get("box_off_boundary") == "1"
+    on = pt_tvm.schedule(_shifted_load(8), "h100")
+    assert any(c.plan.style.value == "warp_specialized" for c in on.ranked)
+    assert not any("box_off_boundary" in t.attrs for t in on.best.graph.stasks)
