@@ -324,16 +324,26 @@ class _Launch:
 
 def _region(arg: Any, buffers: dict[str, BufferInfo], block_vars: _Launch):
     """A tile-op operand -> (Access, access mask), or None for scalar arguments."""
-    if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
+    mins = _mins(arg)
+    if mins is None:
+        return None
+    if isinstance(arg, tirx.Call):
         load, mask = arg.args[0], int(arg.args[1])
-        exts = _ints(arg.args[2:])
         # tl.region lists one extent per buffer dim (unit dims included)
-        return _access(load.buffer, list(load.indices), exts, buffers, block_vars), mask
+        return _access(load.buffer, mins, _ints(arg.args[2:]), buffers, block_vars), mask
     if isinstance(arg, tirx.BufferRegion):
-        return _access(arg.buffer, [r.min for r in arg.region], _ints([r.extent for r in arg.region]),
-                       buffers, block_vars), 3
+        return _access(arg.buffer, mins, _ints([r.extent for r in arg.region]), buffers, block_vars), 3
+    return _access(arg.buffer, mins, (1,) * len(mins), buffers, block_vars), 1
+
+
+def _mins(arg: Any) -> list | None:
+    """A tile-op operand's start in each dimension of its buffer, or None for scalar arguments."""
+    if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
+        return list(arg.args[0].indices)
+    if isinstance(arg, tirx.BufferRegion):
+        return [r.min for r in arg.region]
     if isinstance(arg, tirx.BufferLoad):
-        return _access(arg.buffer, list(arg.indices), (1,) * len(arg.indices), buffers, block_vars), 1
+        return list(arg.indices)
     return None
 
 
@@ -672,13 +682,7 @@ def _off_boundary(arg: Any, dtype: str) -> bool:
     """Whether a copy operand's innermost start provably lies off every 16-byte boundary (its start known modulo a
     multiple of 16 bytes, and that residue not 0): a tensor map's box starting there stops the kernel with an
     illegal instruction (``templates/gemm.py``'s row groups; the conv's boxes a token of a group, 2026-12-06)."""
-    if isinstance(arg, tirx.Call) and op_name(arg) == "tl.region":
-        start = arg.args[0].indices[-1]
-    elif isinstance(arg, tirx.BufferRegion):
-        start = arg.region[-1].min
-    else:
-        return False
-    known, size = tvm.arith.Analyzer().modular_set(start), dtype_bytes(dtype)
+    known, size = tvm.arith.Analyzer().modular_set(_mins(arg)[-1]), dtype_bytes(dtype)
     return int(known.coeff) * size % 16 == 0 and int(known.base) * size % 16 != 0
 
 
