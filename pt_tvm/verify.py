@@ -328,14 +328,18 @@ def _check_emission(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> li
 
 
 def _check_box_starts(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:
-    """A warp-specialized plan loads its copies by TMA, whose boxes start only on 16-byte boundaries: TileLang
-    0.1.15 emits a box that starts off one, and the kernel stops with an illegal instruction (one H200,
-    2026-12-06: the conv's rows read in groups of tokens). A software pipeline copies them by the LSU."""
-    if plan.style != Style.WARP_SPECIALIZED:
-        return []
-    return [Violation("emission", f"{t.id} copies a tile of {t.reads[0].buffer if t.reads else '?'} whose rows start "
-                                  f"off 16-byte boundaries; a TMA box starting there stops the kernel with an illegal "
-                                  f"instruction") for t in graph.stasks if t.attrs.get(BOX_OFF_BOUNDARY)]
+    """TMA boxes start only on 16-byte boundaries: TileLang 0.1.15 emits a box that starts off one, and the kernel
+    stops with an illegal instruction (one H200, 2026-12-06: the conv's rows read in groups of tokens). A
+    warp-specialized plan loads by TMA (a software pipeline by cp.async); a staged tile is stored by TMA in either."""
+    out = []
+    for t in graph.stasks:
+        store = bool(t.writes) and t.writes[0].scope == "global"
+        if t.attrs.get(BOX_OFF_BOUNDARY) and (store or plan.style == Style.WARP_SPECIALIZED):
+            glob = (t.writes if store else t.reads)[0].buffer
+            out.append(Violation("emission", f"{t.id} {'stores' if store else 'loads'} a tile of {glob} whose rows "
+                                             f"start off 16-byte boundaries; a TMA box starting there stops the kernel "
+                                             f"with an illegal instruction"))
+    return out
 
 
 def _check_block_sync(plan: ExecutionPlan, graph: STaskGraph) -> list[Violation]:

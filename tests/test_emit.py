@@ -25,7 +25,7 @@ from pt_tvm.graph import Placement
 from pt_tvm.lowering import wgmma_columns
 from pt_tvm.passes import ApplyPipelineSchedule, PipeThreader, ScheduleMismatch, apply_plan, is_planned
 from pt_tvm.plan import Append
-from pt_tvm.search import SearchSpace, search
+from pt_tvm.search import NoValidPlan, SearchSpace, search
 from pt_tvm.space import Priority, software_pipelined, warp_specialized
 from pt_tvm.templates import get
 from pt_tvm.verify import verify, violations
@@ -560,30 +560,38 @@ def test_a_persistent_walk_refuses_a_blocks_exit():
         apply_plan(func, plan, h100, graph)
 
 
-def _shifted_load(offset: int):
-    """A pipelined loop whose tile of ``A`` starts ``offset`` fp16 columns into each 256-column step."""
+def _shifted(load_at: int, store_at: int):
+    """A pipelined loop whose tile of ``A`` starts ``load_at`` fp16 columns into each 256-column step, staged in
+    shared memory and stored into ``B`` from ``store_at`` columns into it."""
     @T.prim_func
-    def shifted(A: T.Tensor((256, 1024), "float16"), B: T.Tensor((256, 64), "float16")):
+    def shifted(A: T.Tensor((256, 1024), "float16"), B: T.Tensor((256, 1024), "float16")):
         with T.Kernel(4, threads=128) as bx:
             s = T.alloc_shared((64, 64), "float16")
-            acc = T.alloc_fragment((64, 64), "float32")
-            T.fill(acc, 0)
+            o = T.alloc_shared((64, 64), "float16")
             for i in T.Pipelined(4, num_stages=2):
-                T.copy(A[bx * 64:(bx + 1) * 64, i * 256 + offset:i * 256 + offset + 64], s)
+                T.copy(A[bx * 64:(bx + 1) * 64, i * 256 + load_at:i * 256 + load_at + 64], s)
                 for r, c in T.Parallel(64, 64):
-                    acc[r, c] += s[r, c]
-            T.copy(acc, B[bx * 64:(bx + 1) * 64, 0:64])
+                    o[r, c] = s[r, c] * 2
+                T.copy(o, B[bx * 64:(bx + 1) * 64, i * 256 + store_at:i * 256 + store_at + 64])
     return shifted
 
 
-def test_a_tma_box_starting_off_16_bytes_gets_no_warp_specialized_plan():
+def test_a_tma_box_starting_off_16_bytes_is_refused():
     """A box starting off a 16-byte boundary stops the kernel with an illegal instruction (one H200, 2026-12-06):
-    a tile whose rows provably start there (6 bytes past one) is loaded by a software pipeline's LSU; 16 bytes
-    past one, warp-specialized plans stay."""
-    off = pt_tvm.schedule(_shifted_load(3), "h100")
+    a tile loaded from rows that provably start there (6 bytes past one) gets a software pipeline, whose loads are
+    cp.async; 16 bytes past one, warp-specialized plans stay; a staged tile stored there, by TMA in every plan
+    (TileLang 0.1.15 emits ``tma_store`` in a software pipeline too), gets no plan."""
+    off = pt_tvm.schedule(_shifted(3, 0), "h100")
     assert off.best.plan.style.value == "software_pipeline" and off.rejected.get("emission")
     (load,) = [t for t in off.best.graph.loop_stasks if t.reads and t.reads[0].buffer == "A"]
     assert load.attrs.get("box_off_boundary") == "1"
-    on = pt_tvm.schedule(_shifted_load(8), "h100")
+    on = pt_tvm.schedule(_shifted(8, 0), "h100")
     assert any(c.plan.style.value == "warp_specialized" for c in on.ranked)
     assert not any("box_off_boundary" in t.attrs for t in on.best.graph.stasks)
+    with pytest.raises(NoValidPlan, match="emission"):
+        pt_tvm.schedule(_shifted(0, 3), "h100")
+    h100 = hw.get("h100")
+    graph = pt_tvm.extract(_shifted(0, 3), h100)
+    plan = software_pipelined(graph, h100, num_stages=2, threads=128, priority=Priority.PROGRAM)
+    assert any("stores a tile of B whose rows start off 16-byte boundaries" in v.message
+               for v in violations(plan, graph, h100))
