@@ -50,7 +50,7 @@ from .verify import deadlock_iterations, violations
 
 __all__ = ["Candidate", "SearchResult", "SearchSpace", "NoValidPlan", "rank_key", "offers_depth", "ranked",
            "search_graph", "search", "search_jobs", "search_tiles", "schedule_graph", "holds_walked", "walked_twins",
-           "JOBS_ENV"]
+           "thread_twins", "JOBS_ENV"]
 
 JOBS_ENV = "PT_TVM_SEARCH_JOBS"  # worker processes for the tiles' searches where a call names none (default 1)
 
@@ -178,16 +178,16 @@ class _GraphSearch:
         self.out.append(Candidate(plan, price, graph, note))
         return True
 
-    def base(self, seed: int, tile: Mapping[str, Any] | None) -> "_GraphSearch":
-        """Every base plan of the space, its output tiles in the order that moves the least through DRAM: where
-        DRAM binds in launch order, every configuration would price alike there and the best few would be picked
-        blindly."""
+    def base(self, seed: int, tile: Mapping[str, Any] | None, warp_specialize: bool = True) -> "_GraphSearch":
+        """Every base plan of the space (software pipelines alone unless ``warp_specialize``), its output tiles in
+        the order that moves the least through DRAM: where DRAM binds in launch order, every configuration would
+        price alike there and the best few would be picked blindly."""
         graph, vdev, space = self.graph, self.vdev, self.space
         order = least_dram_order(graph, vdev, tile_orders(graph, vdev))
         if l2_bound(graph, vdev):
             space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
                                                 if offers_depth(graph, vdev, d, space)))
-        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}):
+        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}, warp_specialize):
             if plan is not None:
                 self.consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
                                                                         f", tiles in {order.describe()}"))
@@ -380,8 +380,8 @@ def search_jobs(jobs: int | None, graphs: int) -> int:
 
 def _base_job(job: tuple) -> _GraphSearch:
     """:meth:`_GraphSearch.base` in a worker process."""
-    state, seed, tile = job
-    return state.base(seed, tile)
+    state, seed, tile, warp_specialize = job
+    return state.base(seed, tile, warp_specialize)
 
 
 def _refine_job(job: tuple) -> tuple[list[Candidate], Counter]:
@@ -394,6 +394,19 @@ def holds_walked(tile: Mapping[str, Any], walked: Mapping[str, Any]) -> bool:
     """Whether ``tile`` holds every one of a template's ``walked`` values (``Template.walked``: its launched plans
     are not ranked, and it takes its twin's refined plans, :func:`walked_twins`)."""
     return all(tile.get(k) == v for k, v in walked.items())
+
+
+def thread_twins(tiles: Sequence[Mapping[str, Any]] | None) -> set[int]:
+    """The indices of tiles that an earlier tile equals in every value but ``threads``: a warp-specialized plan sets
+    its warps itself, so such a tile's warp-specialized plans are the earlier one's and it is planned as software
+    pipelines alone (:attr:`pt_tvm.templates.Template.pipelines_take_threads`)."""
+    seen, twins = set(), set()
+    for i, t in enumerate(tiles or ()):
+        key = tuple(sorted((k, v) for k, v in t.items() if k != "threads"))
+        if key in seen:
+            twins.add(i)
+        seen.add(key)
+    return twins
 
 
 def walked_twins(tiles: Sequence[Mapping[str, Any]] | None, walked: Mapping[str, Any]) -> dict[int, int]:
@@ -420,7 +433,8 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
     """
     t0 = time.perf_counter()
     states = [_GraphSearch(graph, vdev, space, calibration, Counter()) for graph in graphs]
-    bases = [(state, seed, tiles[i] if tiles else None) for i, state in enumerate(states)]
+    threads = thread_twins(tiles)
+    bases = [(state, seed, tiles[i] if tiles else None, i not in threads) for i, state in enumerate(states)]
     twins = walked_twins(tiles, walked or {})
     own = [i for i in range(len(graphs)) if i not in twins]
     workers = search_jobs(jobs, len(graphs))

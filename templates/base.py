@@ -136,6 +136,10 @@ class Template:
     walked : Mapping[str, Any]
         Tile values that serve a persistent walk only: a tile with them ranks its persistent plans alone (its
         launched plans are its twin's without them, at the same price: FlashAttention's ``o_shared``).
+    pipelines_take_threads : bool
+        Whether the software pipelines of a chip that warp-specializes are searched at every ``threads`` value, as
+        elsewhere (:meth:`tile_candidates`): for a kernel with no tensor-core work, whose threads share its
+        CUDA-core work out.
     """
 
     name: str
@@ -155,6 +159,7 @@ class Template:
     padding_scale: Callable[[Mapping[str, Any], Mapping[str, Any]], float] | None = None
     prefer: Mapping[str, Any] = field(default_factory=dict)
     walked: Mapping[str, Any] = field(default_factory=dict)
+    pipelines_take_threads: bool = False
 
     def resolve(self, **overrides: Any) -> tuple[dict, dict]:
         """Split ``overrides`` into (problem, tile) dicts over the defaults and check that tile; unknown keys
@@ -189,22 +194,25 @@ class Template:
         to its value, minus combinations the template rejects; warp-specialized plans set their warps
         themselves, so with ``warp_specialization`` among a chip's ``features`` one ``threads`` value per tile
         suffices (software-pipelined plans at a tile's other thread counts ran 1.3-3x slower than the best
-        plan on 72 of 73 measured on one H100, 2026-11-23; docs/NOTES-parity.md)."""
+        plan on 72 of 73 measured on one H100, 2026-11-23; docs/NOTES-parity.md). A template whose pipelines take
+        their threads (:attr:`pipelines_take_threads`) has the tiles at the other counts after the rest, so that
+        tiles its model prices alike rank as before (the search plans them as software pipelines only:
+        :func:`pt_tvm.search.thread_twins`)."""
         space = {**self.tile_space, **{k: (v,) for k, v in (pins or {}).items()}}
         ws = "warp_specialization" in features and "threads" in space
-        out, seen = [], set()
+        out, others, seen = [], [], set()
         for values in itertools.product(*space.values()):
             tile = dict(zip(space, values))
             key = tuple((k, v) for k, v in tile.items() if not (ws and k == "threads"))
-            if key in seen:
+            if key in seen and not self.pipelines_take_threads:
                 continue
             try:
                 self.resolve(**problem, **tile)
             except TemplateError:
                 continue
+            (others if key in seen else out).append(tile)
             seen.add(key)
-            out.append(tile)
-        return out
+        return out + others
 
     def _split(self, params: Mapping[str, Any]) -> tuple[dict, dict]:
         """``params`` over the default (problem, tile), CLI strings coerced; unknown keys raise."""

@@ -237,6 +237,10 @@ CAUSAL_CONV1D = Template(
     out_idx=(3,),
     check=_check,
     pass_configs=FAST_MATH,
+    # a thread's share of the channels sets its registers and the blocks an SM: at 4 x 4096 x 4353 on one H100 the
+    # model ordered the three tiles timed at 128 and 256 threads as measured, and 32 x 256 x 256 at 256 threads ran
+    # 0.91x the time of the pick at 128 (benchmarks/results/2026-12-05-h200-conv-weights/h100-run3)
+    pipelines_take_threads=True,
     doc="Causal depthwise conv1d + SiLU over [batch, seqlen, channels] (= causal_conv1d_fn(x.transpose(1, 2), "
         "weight, bias, activation='silu').transpose(1, 2)).",
 )
