@@ -38,6 +38,7 @@ from pt_tvm.search import (
     search,
     search_graph,
     search_jobs,
+    thread_twins,
     walked_twins,
 )
 from pt_tvm.space import async_moves, base_plans, reordered
@@ -502,6 +503,31 @@ def test_hopper_tiles_differ_in_more_than_threads():
         assert len(keys) == len(set(keys)), name
         ampere = template.tile_candidates(resolved, hw.get("a100").features, pins)  # no warp specialization
         assert len({t["threads"] for t in ampere}) > 1 and len(ampere) > len(hopper), name
+
+
+
+def test_thread_twins_are_the_tiles_an_earlier_one_equals_but_for_threads():
+    tiles = [{"block_M": 64, "threads": 128}, {"block_M": 128, "threads": 128}, {"block_M": 64, "threads": 256},
+             {"block_M": 128, "threads": 128}]
+    assert thread_twins(tiles) == {2, 3} and thread_twins(None) == set()
+
+
+def test_a_kernel_whose_pipelines_take_their_threads_has_its_twins_after_the_rest_planned_as_pipelines():
+    """The conv (no tensor-core work) is searched at both thread counts on a Hopper chip too, the tiles at its
+    second count after the first's (so that ties rank as before); a thread twin gets software pipelines only (its
+    warp-specialized plans are its twin's), in the same search."""
+    from pt_tvm import compiler
+
+    template = get("causal_conv1d")
+    problem, pins = template.resolve_problem(batch=1, seqlen=777, channels=4352)
+    tiles = template.tile_candidates(problem, hw.get("h100").features, pins)
+    counts = [t["threads"] for t in tiles]
+    assert set(counts) == {128, 256} and counts == sorted(counts)
+    assert thread_twins(tiles) == {i for i, n in enumerate(counts) if n == 256}
+    result, _, _ = compiler.schedule_template("causal_conv1d", "h100", params=dict(batch=1, seqlen=777,
+                                                                                   channels=4352))
+    styles = {(c.plan.tile["threads"], c.plan.style) for c in result.ranked}
+    assert styles == {(128, Style.WARP_SPECIALIZED), (128, Style.SOFTWARE_PIPELINE), (256, Style.SOFTWARE_PIPELINE)}
 
 
 # ---------------------------------------------------------------- the warpgroups' split of a gemm tile
