@@ -178,8 +178,8 @@ class _GraphSearch:
         self.out.append(Candidate(plan, price, graph, note))
         return True
 
-    def base(self, seed: int, tile: Mapping[str, Any] | None, warp_specialize: bool = True) -> "_GraphSearch":
-        """Every base plan of the space (software pipelines alone unless ``warp_specialize``), its output tiles in
+    def base(self, seed: int, tile: Mapping[str, Any] | None, thread_twin: bool = False) -> "_GraphSearch":
+        """Every base plan of the space (a ``thread_twin``'s: :func:`pt_tvm.space.base_plans`), its output tiles in
         the order that moves the least through DRAM: where DRAM binds in launch order, every configuration would
         price alike there and the best few would be picked blindly."""
         graph, vdev, space = self.graph, self.vdev, self.space
@@ -187,7 +187,7 @@ class _GraphSearch:
         if l2_bound(graph, vdev):
             space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
                                                 if offers_depth(graph, vdev, d, space)))
-        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}, warp_specialize):
+        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}, thread_twin):
             if plan is not None:
                 self.consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
                                                                         f", tiles in {order.describe()}"))
@@ -380,8 +380,8 @@ def search_jobs(jobs: int | None, graphs: int) -> int:
 
 def _base_job(job: tuple) -> _GraphSearch:
     """:meth:`_GraphSearch.base` in a worker process."""
-    state, seed, tile, warp_specialize = job
-    return state.base(seed, tile, warp_specialize)
+    state, seed, tile, thread_twin = job
+    return state.base(seed, tile, thread_twin)
 
 
 def _refine_job(job: tuple) -> tuple[list[Candidate], Counter]:
@@ -398,8 +398,8 @@ def holds_walked(tile: Mapping[str, Any], walked: Mapping[str, Any]) -> bool:
 
 def thread_twins(tiles: Sequence[Mapping[str, Any]] | None) -> set[int]:
     """The indices of tiles that an earlier tile equals in every value but ``threads``: a warp-specialized plan sets
-    its warps itself, so such a tile's warp-specialized plans are the earlier one's and it is planned as software
-    pipelines alone (:attr:`pt_tvm.templates.Template.pipelines_take_threads`)."""
+    its warps itself, so such a tile's warp-specialized plans are the earlier one's (:func:`pt_tvm.space.base_plans`,
+    :attr:`pt_tvm.templates.Template.pipelines_take_threads`)."""
     seen, twins = set(), set()
     for i, t in enumerate(tiles or ()):
         key = tuple(sorted((k, v) for k, v in t.items() if k != "threads"))
@@ -434,7 +434,7 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
     t0 = time.perf_counter()
     states = [_GraphSearch(graph, vdev, space, calibration, Counter()) for graph in graphs]
     threads = thread_twins(tiles)
-    bases = [(state, seed, tiles[i] if tiles else None, i not in threads) for i, state in enumerate(states)]
+    bases = [(state, seed, tiles[i] if tiles else None, i in threads) for i, state in enumerate(states)]
     twins = walked_twins(tiles, walked or {})
     own = [i for i in range(len(graphs)) if i not in twins]
     workers = search_jobs(jobs, len(graphs))

@@ -535,10 +535,12 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
 
 
 def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
-               tile: Mapping[str, Any], warp_specialize: bool = True) -> Iterable[tuple[ExecutionPlan | None, str]]:
+               tile: Mapping[str, Any], thread_twin: bool = False) -> Iterable[tuple[ExecutionPlan | None, str]]:
     """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
-    one probe alone where a configuration breaks a limit no order can fix; software pipelines alone unless
-    ``warp_specialize``."""
+    one probe alone where a configuration breaks a limit no order can fix. A ``thread_twin`` (a tile an earlier one
+    equals but for its threads: :func:`pt_tvm.search.thread_twins`) gets none where a producer warp could stream its
+    loads (its warp-specialized plans are the earlier tile's, and no software pipeline of such a twin was measured
+    ahead; the conv's at 4352 channels priced alike), else its software pipelines."""
     priorities: list[Any] = list(Priority)
     ids = [t.id for t in graph.loop_stasks]
     for _ in range(space.random_orders):
@@ -551,7 +553,9 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     # rows at a tensor's end: the extraction puts it on the LSU) TileLang lowers to element-wise loads, which the
     # producer's 32 threads would then issue alone: such a kernel gets software pipelines only
     streams = all(t.seu == SEUKind.TMA for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE)
-    if "warp_specialization" in vdev.features and streams and warp_specialize:
+    if "warp_specialization" in vdev.features and streams and thread_twin:
+        return
+    if "warp_specialization" in vdev.features and streams:
         choices = reader_stages(graph, space.max_stage)
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):
             probe = warp_specialized(graph, vdev, consumer_wgs=wgs, depth=depth, pipeline_stage={},

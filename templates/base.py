@@ -138,8 +138,8 @@ class Template:
         launched plans are its twin's without them, at the same price: FlashAttention's ``o_shared``).
     pipelines_take_threads : bool
         Whether the software pipelines of a chip that warp-specializes are searched at every ``threads`` value, as
-        elsewhere (:meth:`tile_candidates`): for a kernel with no tensor-core work, whose threads share its
-        CUDA-core work out.
+        elsewhere, where a producer warp cannot stream the loads (:meth:`tile_candidates`): for a kernel with no
+        tensor-core work, whose threads share its CUDA-core work out.
     """
 
     name: str
@@ -195,9 +195,8 @@ class Template:
         themselves, so with ``warp_specialization`` among a chip's ``features`` one ``threads`` value per tile
         suffices (software-pipelined plans at a tile's other thread counts ran 1.3-3x slower than the best
         plan on 72 of 73 measured on one H100, 2026-11-23; docs/NOTES-parity.md). A template whose pipelines take
-        their threads (:attr:`pipelines_take_threads`) has the tiles at the other counts after the rest, so that
-        tiles its model prices alike rank as before (the search plans them as software pipelines only:
-        :func:`pt_tvm.search.thread_twins`)."""
+        their threads (:attr:`pipelines_take_threads`) has the tiles at the other counts after the rest, planned where
+        a producer warp cannot stream their loads (:func:`pt_tvm.space.base_plans`)."""
         space = {**self.tile_space, **{k: (v,) for k, v in (pins or {}).items()}}
         ws = "warp_specialization" in features and "threads" in space
         out, others, seen = [], [], set()

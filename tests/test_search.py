@@ -512,23 +512,24 @@ def test_thread_twins_are_the_tiles_an_earlier_one_equals_but_for_threads():
     assert thread_twins(tiles) == {2, 3} and thread_twins(None) == set()
 
 
-def test_a_kernel_whose_pipelines_take_their_threads_has_its_twins_after_the_rest_planned_as_pipelines():
+def test_a_kernel_whose_pipelines_take_their_threads_has_its_twins_after_the_rest():
     """The conv (no tensor-core work) is searched at both thread counts on a Hopper chip too, the tiles at its
-    second count after the first's (so that ties rank as before); a thread twin gets software pipelines only (its
-    warp-specialized plans are its twin's), in the same search."""
+    second count after the first's; a thread twin is planned (as software pipelines) only where a producer warp
+    cannot stream its loads: rows off 16-byte units (4353 channels), not 4352 (its warp-specialized plans are its
+    twin's, and its pipelines were priced alike)."""
     from pt_tvm import compiler
 
     template = get("causal_conv1d")
-    problem, pins = template.resolve_problem(batch=1, seqlen=777, channels=4352)
-    tiles = template.tile_candidates(problem, hw.get("h100").features, pins)
-    counts = [t["threads"] for t in tiles]
-    assert set(counts) == {128, 256} and counts == sorted(counts)
-    assert thread_twins(tiles) == {i for i, n in enumerate(counts) if n == 256}
-    result, _, _ = compiler.schedule_template("causal_conv1d", "h100", params=dict(batch=1, seqlen=777,
-                                                                                   channels=4352))
-    styles = {(c.plan.tile["threads"], c.plan.style) for c in result.ranked}
-    assert styles == {(128, Style.WARP_SPECIALIZED), (128, Style.SOFTWARE_PIPELINE), (256, Style.SOFTWARE_PIPELINE)}
-
+    for channels, planned in ((4353, {(128, Style.SOFTWARE_PIPELINE), (256, Style.SOFTWARE_PIPELINE)}),
+                              (4352, {(128, Style.WARP_SPECIALIZED), (128, Style.SOFTWARE_PIPELINE)})):
+        params = dict(batch=1, seqlen=777, channels=channels)
+        problem, pins = template.resolve_problem(**params)
+        tiles = template.tile_candidates(problem, hw.get("h100").features, pins)
+        counts = [t["threads"] for t in tiles]
+        assert set(counts) == {128, 256} and counts == sorted(counts)
+        assert thread_twins(tiles) == {i for i, n in enumerate(counts) if n == 256}
+        result, _, _ = compiler.schedule_template("causal_conv1d", "h100", params=params)
+        assert {(c.plan.tile["threads"], c.plan.style) for c in result.ranked} == planned, channels
 
 # ---------------------------------------------------------------- the warpgroups' split of a gemm tile
 @pytest.mark.parametrize("block_M, block_N", [(128, 256), (256, 128)])
