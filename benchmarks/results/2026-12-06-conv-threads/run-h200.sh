@@ -5,6 +5,10 @@
 # 2. benchmarks.experiments.conv1d at the layer's four shapes (tests/test_conv1d.py's recorded plans);
 # 3. the 4353-channel ragged pair, in the time left.
 #   bash benchmarks/results/2026-12-06-conv-threads/run-h200.sh COMMIT 580
+# What ran (2026-12-06, about 05:45 UTC): `bash .../run-h200.sh 2b42b5e 580` asked for an H200 and ran on ONE H100
+# 80GB HBM3 (the kind takes either), wall 444 s, files in h100/: twins 138.3 -> 124.9 us at 4353 (the layer's 4 x 2048
+# pick not moved on the H100: "same"), the conv1d experiment at the layer's four shapes, the pair 0.831 (queued
+# 0.841). A second call with needs_h200 got no machine.
 set -u
 limit=$2
 export PT_TVM_GIT_COMMIT=$1

@@ -4,6 +4,9 @@
 # search's picks, settled CUDA graphs in one process), then the conv's GPU tests and random problems. One call on one
 # GPU (say which), carrying .gpu-bundle:
 #   bash benchmarks/results/2026-12-06-conv-threads/run.sh COMMIT 560
+# What ran (2026-12-06, about 06:05 UTC): `bash .../run.sh a919ffe 400` on ONE H100 80GB HBM3, wall 426 s (files in
+# h100-a919ffe/): the pair 0.834 (queued 0.842, twin again -0.0%), pick 32 x 256 x 256 at 256 threads; the GPU tests
+# cut off by the limit (rc 124) after 11 passed of the conv's 13 (the dots of gpu-tests.txt), none failed.
 set -u
 limit=$2
 export PT_TVM_GIT_COMMIT=$1
