@@ -154,6 +154,7 @@ class _GraphSearch:
     stats: Counter
     seen: set = field(default_factory=set)
     out: list = field(default_factory=list)
+    broken: dict = field(default_factory=dict)  # rule -> the message of the first plan that broke it
 
     def consider(self, plan: ExecutionPlan, note: str) -> bool:
         """Price the plan if it is new and valid; whether it was."""
@@ -174,6 +175,8 @@ class _GraphSearch:
         if found:
             for v in {v.rule for v in found}:
                 self.stats["rejected:" + v] += 1
+            for v in found:
+                self.broken.setdefault(v.rule, v.message)
             return False
         self.out.append(Candidate(plan, price, graph, note))
         return True
@@ -384,10 +387,10 @@ def _base_job(job: tuple) -> _GraphSearch:
     return state.base(seed, tile, thread_twin)
 
 
-def _refine_job(job: tuple) -> tuple[list[Candidate], Counter]:
-    """:meth:`_GraphSearch.refine` in a worker process: the candidates and the counts."""
+def _refine_job(job: tuple) -> tuple[list[Candidate], Counter, dict]:
+    """:meth:`_GraphSearch.refine` in a worker process: the candidates, the counts and the rules' first messages."""
     state, bound = job
-    return state.refine(bound), state.stats
+    return state.refine(bound), state.stats, state.broken
 
 
 def holds_walked(tile: Mapping[str, Any], walked: Mapping[str, Any]) -> bool:
@@ -448,20 +451,22 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
         bound = _best_of(state.best_base() for state in states)
         done = [_refine_job((states[i], bound)) for i in own]
     refined: list = [None] * len(graphs)
-    for i, (cands, counts) in zip(own, done):
-        refined[i] = ([replace(c, graph=graphs[i]) for c in cands], counts)  # the caller's graph, not a worker's copy
+    for i, (cands, counts, broken) in zip(own, done):
+        # the caller's graph, not a worker's copy
+        refined[i] = ([replace(c, graph=graphs[i]) for c in cands], counts, broken)
     for i, j in twins.items():  # each twin's own refinement done, in this process (a few plans each)
         cands = states[i].adopt(bound, refined[j][0])
-        refined[i] = ([replace(c, graph=graphs[i]) for c in cands], states[i].stats)
-    found: list[Candidate] = [c for cands, _ in refined for c in cands]
-    stats: Counter = sum((counts for _, counts in refined), Counter())
+        refined[i] = ([replace(c, graph=graphs[i]) for c in cands], states[i].stats, states[i].broken)
+    found: list[Candidate] = [c for cands, _, _ in refined for c in cands]
+    stats: Counter = sum((counts for _, counts, _ in refined), Counter())
+    first = {rule: message for _, _, broken in reversed(refined) for rule, message in broken.items()}
     best_first = ranked(found)
     rejected = {k.split(":", 1)[1]: v for k, v in stats.items() if k.startswith("rejected:")}
     if not stats["considered"]:
         raise NoValidPlan([Violation("space", f"{vdev.name} offers no emission style pt-tvm can plan for (its "
                                      f"features name neither warp_specialization nor software_pipeline)")])
     if not best_first:
-        raise NoValidPlan([Violation(rule, f"{n} broke it") for rule, n in
+        raise NoValidPlan([Violation(rule, f"{n} broke it, the first: {first[rule]}") for rule, n in
                            sorted(rejected.items(), key=lambda kv: -kv[1])], stats["considered"])
     return SearchResult(best=best_first[0], ranked=tuple(best_first), considered=stats["considered"], rejected=rejected,
                         seconds=time.perf_counter() - t0, flops=flops)

@@ -588,7 +588,7 @@ def test_a_tma_box_starting_off_16_bytes_is_refused():
     on = pt_tvm.schedule(_shifted(8, 0), "h100")
     assert any(c.plan.style.value == "warp_specialized" for c in on.ranked)
     assert not any("box_off_boundary" in t.attrs for t in on.best.graph.stasks)
-    with pytest.raises(NoValidPlan, match="emission"):
+    with pytest.raises(NoValidPlan, match="emission: .* broke it, the first: .*illegal instruction"):
         pt_tvm.schedule(_shifted(0, 3), "h100")
     h100 = hw.get("h100")
     graph = pt_tvm.extract(_shifted(0, 3), h100)

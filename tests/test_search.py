@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -307,7 +308,10 @@ def test_no_valid_plan_when_a_shared_tile_exceeds_the_chip(target):
         search([graph], vdev, space=SPACE)
     rules = [v.rule for v in err.value.violations]
     assert "shared_memory" in rules
-    assert all(v.message.endswith(" broke it") for v in err.value.violations)
+    # each rule's count, then the message of the first plan that broke it: what a user reads to fix the kernel
+    assert all(re.match(r"\d+ broke it, the first: \S", v.message) for v in err.value.violations)
+    (smem,) = [v for v in err.value.violations if v.rule == "shared_memory"]
+    assert "shared" in smem.message.split("the first: ")[1]
 
 
 @pytest.mark.parametrize("seed", [0, 5])
