@@ -40,6 +40,7 @@ from .space import (
     is_load,
     multicast_variants,
     overlapped,
+    producer_streams,
     reordered,
     row_split_variant,
     stream_k_walks,
@@ -181,16 +182,16 @@ class _GraphSearch:
         self.out.append(Candidate(plan, price, graph, note))
         return True
 
-    def base(self, seed: int, tile: Mapping[str, Any] | None, thread_twin: bool = False) -> "_GraphSearch":
-        """Every base plan of the space (a ``thread_twin``'s: :func:`pt_tvm.space.base_plans`), its output tiles in
-        the order that moves the least through DRAM: where DRAM binds in launch order, every configuration would
-        price alike there and the best few would be picked blindly."""
+    def base(self, seed: int, tile: Mapping[str, Any] | None) -> "_GraphSearch":
+        """Every base plan of the space, its output tiles in the order that moves the least through DRAM: where
+        DRAM binds in launch order, every configuration would price alike there and the best few would be picked
+        blindly."""
         graph, vdev, space = self.graph, self.vdev, self.space
         order = least_dram_order(graph, vdev, tile_orders(graph, vdev))
         if l2_bound(graph, vdev):
             space = replace(space, depths=tuple(d for d in sorted({*space.depths, *space.l2_bound_depths})
                                                 if offers_depth(graph, vdev, d, space)))
-        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}, thread_twin):
+        for plan, note in base_plans(graph, vdev, space, random.Random(seed), tile or {}):
             if plan is not None:
                 self.consider(replace(plan, tile_order=order), note + ("" if order.is_launch_order else
                                                                         f", tiles in {order.describe()}"))
@@ -356,13 +357,21 @@ def search_tiles(tiles: Sequence[Mapping[str, Any]], graph_of: Callable[[Mapping
                  calibration: Calibration | None = None, flops: float | None = None,
                  jobs: int | None = None, walked: Mapping[str, Any] | None = None) -> SearchResult:
     """Both levels: every candidate tile (inter-EU; ``graph_of`` gives its sTask-graph), then its plans
-    (``walked``: :func:`search`).
+    (``walked``: :func:`search`). On a chip that warp-specializes, a tile that an earlier one equals but for its
+    threads (:func:`thread_twins`; :attr:`pt_tvm.templates.Template.pipelines_take_threads`) is searched only where a
+    producer warp cannot stream its loads: a warp-specialized plan sets its warps itself, so its plans would be the
+    earlier tile's again, and its software pipelines there were priced alike (the conv's at 4352 channels; one of
+    them ranked first on the H200 model by the simulated sums' last bits, docs/NOTES-shapes.md).
 
     Raises :class:`NoValidPlan` when no candidate passes verification.
     """
-    graphs = [graph_of(t) for t in tiles]
-    return search(graphs, vdev, space=space, seed=seed, calibration=calibration, tiles=tiles, flops=flops, jobs=jobs,
-                  walked=walked)
+    twins, graphs = thread_twins(tiles), {}
+    for i, tile in enumerate(tiles):
+        if i in twins and "warp_specialization" in vdev.features and producer_streams(graphs[twins[i]]):
+            continue
+        graphs[i] = graph_of(tile)
+    return search(list(graphs.values()), vdev, space=space, seed=seed, calibration=calibration,
+                  tiles=[tiles[i] for i in graphs], flops=flops, jobs=jobs, walked=walked)
 
 
 def search_jobs(jobs: int | None, graphs: int) -> int:
@@ -383,8 +392,8 @@ def search_jobs(jobs: int | None, graphs: int) -> int:
 
 def _base_job(job: tuple) -> _GraphSearch:
     """:meth:`_GraphSearch.base` in a worker process."""
-    state, seed, tile, thread_twin = job
-    return state.base(seed, tile, thread_twin)
+    state, seed, tile = job
+    return state.base(seed, tile)
 
 
 def _refine_job(job: tuple) -> tuple[list[Candidate], Counter, dict]:
@@ -399,16 +408,15 @@ def holds_walked(tile: Mapping[str, Any], walked: Mapping[str, Any]) -> bool:
     return all(tile.get(k) == v for k, v in walked.items())
 
 
-def thread_twins(tiles: Sequence[Mapping[str, Any]] | None) -> set[int]:
-    """The indices of tiles that an earlier tile equals in every value but ``threads``: a warp-specialized plan sets
-    its warps itself, so such a tile's warp-specialized plans are the earlier one's (:func:`pt_tvm.space.base_plans`,
-    :attr:`pt_tvm.templates.Template.pipelines_take_threads`)."""
-    seen, twins = set(), set()
+def thread_twins(tiles: Sequence[Mapping[str, Any]] | None) -> dict[int, int]:
+    """{i: j}: tile ``i`` equals the earlier tile ``j`` in every value but ``threads`` (``j`` the first such)."""
+    first: dict[tuple, int] = {}
+    twins = {}
     for i, t in enumerate(tiles or ()):
         key = tuple(sorted((k, v) for k, v in t.items() if k != "threads"))
-        if key in seen:
-            twins.add(i)
-        seen.add(key)
+        if key in first:
+            twins[i] = first[key]
+        first.setdefault(key, i)
     return twins
 
 
@@ -436,8 +444,7 @@ def search(graphs: Sequence[STaskGraph], vdev: VDevice, *, space: SearchSpace = 
     """
     t0 = time.perf_counter()
     states = [_GraphSearch(graph, vdev, space, calibration, Counter()) for graph in graphs]
-    threads = thread_twins(tiles)
-    bases = [(state, seed, tiles[i] if tiles else None, i in threads) for i, state in enumerate(states)]
+    bases = [(state, seed, tiles[i] if tiles else None) for i, state in enumerate(states)]
     twins = walked_twins(tiles, walked or {})
     own = [i for i in range(len(graphs)) if i not in twins]
     workers = search_jobs(jobs, len(graphs))

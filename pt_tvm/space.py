@@ -45,7 +45,7 @@ from .verify import gemm_warpgroups, loop_order_holds, shared_bytes, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "producer_nreg", "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants",
-           "base_plans", "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
+           "producer_streams", "base_plans", "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
            "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "shallower", "walks_persistently",
            "row_split_variant",
            "carried_variant"]
@@ -534,13 +534,18 @@ def resource_bound(plan: ExecutionPlan, graph: STaskGraph, vdev: VDevice) -> boo
     return any(v.rule in _RESOURCE_RULES for v in violations(plan, graph, vdev))
 
 
+def producer_streams(graph: STaskGraph) -> bool:
+    """Whether a producer warp can stream the kernel's loads: all by TMA. A load TMA cannot take (rows not 16-byte
+    aligned, or a nest clamping rows at a tensor's end: the extraction puts it on the LSU) TileLang lowers to
+    element-wise loads, which the producer's 32 threads would then issue alone: such a kernel gets software pipelines
+    only."""
+    return all(t.seu == SEUKind.TMA for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE)
+
+
 def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random.Random,
-               tile: Mapping[str, Any], thread_twin: bool = False) -> Iterable[tuple[ExecutionPlan | None, str]]:
+               tile: Mapping[str, Any]) -> Iterable[tuple[ExecutionPlan | None, str]]:
     """(plan or None, note) for every configuration (consumer warpgroups, depth, reader stages) and priority;
-    one probe alone where a configuration breaks a limit no order can fix. A ``thread_twin`` (a tile an earlier one
-    equals but for its threads: :func:`pt_tvm.search.thread_twins`) gets none where a producer warp could stream its
-    loads (its warp-specialized plans are the earlier tile's, and no software pipeline of such a twin was measured
-    ahead; the conv's at 4352 channels priced alike), else its software pipelines."""
+    one probe alone where a configuration breaks a limit no order can fix."""
     priorities: list[Any] = list(Priority)
     ids = [t.id for t in graph.loop_stasks]
     for _ in range(space.random_orders):
@@ -549,12 +554,7 @@ def base_plans(graph: STaskGraph, vdev: VDevice, space: SearchSpace, rng: random
     def pname(p: Any) -> str:
         return p.value if isinstance(p, Priority) else "random"
 
-    # A producer warp streams what TMA takes; a load TMA cannot take (rows not 16-byte aligned, or a nest clamping
-    # rows at a tensor's end: the extraction puts it on the LSU) TileLang lowers to element-wise loads, which the
-    # producer's 32 threads would then issue alone: such a kernel gets software pipelines only
-    streams = all(t.seu == SEUKind.TMA for t in graph.stasks if is_load(t, graph) and t.placement != Placement.EPILOGUE)
-    if "warp_specialization" in vdev.features and streams and thread_twin:
-        return
+    streams = producer_streams(graph)
     if "warp_specialization" in vdev.features and streams:
         choices = reader_stages(graph, space.max_stage)
         for wgs, depth in itertools.product(space.consumer_wgs, space.depths):

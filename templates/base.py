@@ -196,7 +196,7 @@ class Template:
         suffices (software-pipelined plans at a tile's other thread counts ran 1.3-3x slower than the best
         plan on 72 of 73 measured on one H100, 2026-11-23; docs/NOTES-parity.md). A template whose pipelines take
         their threads (:attr:`pipelines_take_threads`) has the tiles at the other counts after the rest, planned where
-        a producer warp cannot stream their loads (:func:`pt_tvm.space.base_plans`)."""
+        a producer warp cannot stream their loads (:func:`pt_tvm.search.search_tiles`)."""
         space = {**self.tile_space, **{k: (v,) for k, v in (pins or {}).items()}}
         ws = "warp_specialization" in features and "threads" in space
         out, others, seen = [], [], set()

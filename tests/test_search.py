@@ -513,14 +513,14 @@ def test_hopper_tiles_differ_in_more_than_threads():
 def test_thread_twins_are_the_tiles_an_earlier_one_equals_but_for_threads():
     tiles = [{"block_M": 64, "threads": 128}, {"block_M": 128, "threads": 128}, {"block_M": 64, "threads": 256},
              {"block_M": 128, "threads": 128}]
-    assert thread_twins(tiles) == {2, 3} and thread_twins(None) == set()
+    assert thread_twins(tiles) == {2: 0, 3: 1} and thread_twins(None) == {}
 
 
 def test_a_kernel_whose_pipelines_take_their_threads_has_its_twins_after_the_rest():
     """The conv (no tensor-core work) is searched at both thread counts on a Hopper chip too, the tiles at its
-    second count after the first's; a thread twin is planned (as software pipelines) only where a producer warp
-    cannot stream its loads: rows off 16-byte units (4353 channels), not 4352 (its warp-specialized plans are its
-    twin's, and its pipelines were priced alike)."""
+    second count after the first's; a thread twin is searched only where a producer warp cannot stream its loads:
+    rows off 16-byte units (4353 channels), not 4352 (its warp-specialized plans would be its twin's, and its
+    pipelines were priced alike)."""
     from pt_tvm import compiler
 
     template = get("causal_conv1d")
@@ -531,7 +531,7 @@ def test_a_kernel_whose_pipelines_take_their_threads_has_its_twins_after_the_res
         tiles = template.tile_candidates(problem, hw.get("h100").features, pins)
         counts = [t["threads"] for t in tiles]
         assert set(counts) == {128, 256} and counts == sorted(counts)
-        assert thread_twins(tiles) == {i for i, n in enumerate(counts) if n == 256}
+        assert set(thread_twins(tiles)) == {i for i, n in enumerate(counts) if n == 256}
         result, _, _ = compiler.schedule_template("causal_conv1d", "h100", params=params)
         assert {(c.plan.tile["threads"], c.plan.style) for c in result.ranked} == planned, channels
 
