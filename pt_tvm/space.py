@@ -45,10 +45,9 @@ from .verify import gemm_warpgroups, loop_order_holds, shared_bytes, violations
 
 __all__ = ["SearchSpace", "Priority", "is_load", "warp_specialized", "software_pipelined", "order_role",
            "producer_nreg", "consumer_nreg", "reader_stages", "in_flight_variants", "overlapped", "handoff_variants",
-           "producer_streams", "base_plans", "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS", "COLUMN_SPAN_L2",
-           "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "shallower", "walks_persistently",
-           "row_split_variant",
-           "carried_variant"]
+           "producer_streams", "base_plans", "async_moves", "reordered", "resource_bound", "PANELS", "FORWARD_PANELS",
+           "COLUMN_SPAN_L2", "CAUSAL_COLUMN_PANELS", "column_span_bytes", "tile_orders", "tile_walks", "shallower",
+           "walks_persistently", "row_split_variant", "carried_variant"]
 
 PRODUCER, CONSUMER, BLOCK = "producer", "consumer", "block"
 PRODUCER_NREG = 24  # the TMA warp needs few registers; its warpgroup donates the rest (setmaxnreg)
